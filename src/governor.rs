@@ -1,0 +1,689 @@
+//! The governor: the pure decision rules of `GOVERNOR.md`.
+//!
+//! Why it is separate: the rules are the product's contract, so they live in
+//! one place with no clock, no I/O and no async. Every input is a value (a
+//! window's attempts and failures, the committed offer) and every output is a
+//! value ([`Outcome`]), which makes the rules exhaustively testable and lets
+//! `replay`, `bench`, the live loop and embedding programs share them.
+//!
+//! What it may touch: [`crate::window`] only (for cumulative readings).
+//!
+//! The five names of the library interface (`MEMORY_CLEAR_STREAK`,
+//! [`Decision`], [`decide`], [`memory_clear_step`], [`ThrottleGovernor`]) keep
+//! the signatures given in `GOVERNOR.md`; the richer types beside them carry
+//! the mode, the hold reason and the signal for the log line.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::window::{Reading, WindowError, WindowOutcome, WindowTracker};
+
+/// Consecutive evidence windows that clear the congestion memory.
+pub const MEMORY_CLEAR_STREAK: u32 = 3;
+
+/// What one window decided, as a raw (unrounded) target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decision {
+    /// Lower the offer to this value.
+    Down(f64),
+    /// Raise the offer to this value.
+    Up(f64),
+    /// Keep the offer.
+    Hold,
+}
+
+/// Step 4 of `GOVERNOR.md`: decide from one window's attempt-failure fraction.
+///
+/// `current` is the committed offer and `last_bad` the offer at which
+/// congestion was last seen (`None`: unexplored, slow start).
+pub fn decide(
+    frac: f64,
+    current: f64,
+    high: f64,
+    low: f64,
+    floor: f64,
+    ceiling: f64,
+    last_bad: Option<f64>,
+) -> Decision {
+    if frac > high {
+        let target = (current * (1.0 - frac).clamp(0.25, 0.9)).max(floor);
+        return if target < current {
+            Decision::Down(target)
+        } else {
+            Decision::Hold
+        };
+    }
+    if frac < low && current < ceiling {
+        let target = match last_bad {
+            None => (current * 2.0).max(current + 1.0),
+            Some(bad) => {
+                let safe = (0.75 * bad).max(floor);
+                let fast = (current * 1.5).min(safe);
+                if fast > current {
+                    fast
+                } else {
+                    current + (0.02 * bad).max(1.0)
+                }
+            }
+        };
+        let target = target.min(ceiling);
+        return if target > current {
+            Decision::Up(target)
+        } else {
+            Decision::Hold
+        };
+    }
+    Decision::Hold
+}
+
+/// Step 3 of `GOVERNOR.md`: fold one window's evidence into the clean streak.
+///
+/// Returns the new streak and whether the memory clears on this window.
+pub fn memory_clear_step(streak: u32, evidence: bool) -> (u32, bool) {
+    if !evidence {
+        return (0, false);
+    }
+    let streak = streak.saturating_add(1);
+    if streak >= MEMORY_CLEAR_STREAK {
+        (0, true)
+    } else {
+        (streak, false)
+    }
+}
+
+/// Which knob of the load tool is governed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Control {
+    /// Workers, users or VUs: an integer knob.
+    #[default]
+    Concurrency,
+    /// Requests or iterations per second: a float knob, never rounded.
+    Rate,
+}
+
+impl Control {
+    /// Whether the knob only takes whole numbers.
+    pub fn is_integer(self) -> bool {
+        matches!(self, Control::Concurrency)
+    }
+
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Control::Concurrency => "concurrency",
+            Control::Rate => "rate",
+        }
+    }
+}
+
+impl fmt::Display for Control {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The label of a movement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Up in slow start (no congestion memory).
+    Climbing,
+    /// Up well below the last congestion point (`target < 0.75 * last_bad`).
+    Reclimbing,
+    /// Up near the last congestion point.
+    Probing,
+    /// Down.
+    BackingOff,
+}
+
+impl Mode {
+    /// The spelling used in logs, metrics and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Climbing => "climbing",
+            Mode::Reclimbing => "reclimbing",
+            Mode::Probing => "probing",
+            Mode::BackingOff => "backing-off",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a window held the offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoldReason {
+    /// The window resolved no attempts.
+    NoTraffic,
+    /// `low <= frac <= high`.
+    DeadBand,
+    /// Clean, but the offer is already at (or above) the ceiling.
+    AtCeiling,
+    /// Over the bound, but the offer is already at the floor.
+    AtFloor,
+    /// The first reading only sets the baseline.
+    Baseline,
+    /// A counter went down: the window was discarded and the baseline rebased.
+    CounterReset,
+    /// The signal could not be read or was invalid for this window.
+    SignalError,
+}
+
+impl HoldReason {
+    /// The spelling used in logs, metrics and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldReason::NoTraffic => "no-traffic",
+            HoldReason::DeadBand => "dead-band",
+            HoldReason::AtCeiling => "at-ceiling",
+            HoldReason::AtFloor => "at-floor",
+            HoldReason::Baseline => "baseline",
+            HoldReason::CounterReset => "counter-reset",
+            HoldReason::SignalError => "signal-error",
+        }
+    }
+}
+
+impl fmt::Display for HoldReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The threshold a window's fraction crossed, for the log line.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "lowercase")]
+pub enum Threshold {
+    /// `frac > high`.
+    High(f64),
+    /// `frac < low`.
+    Low(f64),
+    /// `low <= frac <= high`.
+    Band(f64, f64),
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Threshold::High(h) => write!(f, "> high {}", pct(*h)),
+            Threshold::Low(l) => write!(f, "< low {}", pct(*l)),
+            Threshold::Band(l, h) => write!(f, "within [{}, {}]", pct(*l), pct(*h)),
+        }
+    }
+}
+
+/// Formats a fraction as a percentage with up to two decimals.
+pub fn pct(frac: f64) -> String {
+    let p = frac * 100.0;
+    let s = format!("{p:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+/// The window that caused a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Signal {
+    /// Resolved attempts in the window.
+    pub attempts: f64,
+    /// Failed attempts in the window.
+    pub failures: f64,
+    /// `failures / attempts`; `None` without traffic.
+    pub frac: Option<f64>,
+    /// The threshold that the fraction crossed, if any.
+    pub threshold: Option<Threshold>,
+}
+
+/// The full result of folding one window into a [`ThrottleGovernor`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The decision with the knob's rounding applied (`Up`/`Down` carry `to`).
+    #[serde(skip)]
+    pub decision: Decision,
+    /// The committed offer before the decision.
+    pub from: f64,
+    /// The offer after the decision (equal to `from` on hold).
+    pub to: f64,
+    /// Set on Up and Down.
+    pub mode: Option<Mode>,
+    /// Set on Hold.
+    pub reason: Option<HoldReason>,
+    /// The window; `None` for a baseline or reset reading.
+    pub signal: Option<Signal>,
+    /// The congestion memory after this window.
+    pub last_bad: Option<f64>,
+    /// The clean streak after this window.
+    pub clean_streak: u32,
+    /// Whether the memory cleared on this window.
+    pub memory_cleared: bool,
+}
+
+impl Outcome {
+    /// Whether the offer moves.
+    pub fn is_movement(&self) -> bool {
+        !matches!(self.decision, Decision::Hold)
+    }
+
+    /// "up", "down" or "hold".
+    pub fn decision_str(&self) -> &'static str {
+        match self.decision {
+            Decision::Up(_) => "up",
+            Decision::Down(_) => "down",
+            Decision::Hold => "hold",
+        }
+    }
+}
+
+/// Invalid governor parameters.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ParamError {
+    /// A value is NaN, infinite where it must be finite, or negative.
+    #[error("`{field}` must be a finite, non-negative number (got {value})")]
+    NotFiniteNonNegative {
+        /// The parameter's name.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// `high` outside (0, 1).
+    #[error("`high` must be a fraction in (0, 1), e.g. 0.05 (got {0})")]
+    HighOutOfRange(f64),
+    /// `low` outside (0, high).
+    #[error("`low` must be greater than 0 and less than `high` ({high}) (got {low})")]
+    LowOutOfRange {
+        /// The value of `low`.
+        low: f64,
+        /// The value of `high`.
+        high: f64,
+    },
+    /// `floor > ceiling`.
+    #[error("`floor` ({floor}) must not exceed `ceiling` ({ceiling})")]
+    FloorAboveCeiling {
+        /// The value of `floor`.
+        floor: f64,
+        /// The value of `ceiling`.
+        ceiling: f64,
+    },
+    /// `start` outside [floor, ceiling].
+    #[error("`start` ({start}) must lie in [floor, ceiling] = [{floor}, {ceiling}]")]
+    StartOutOfRange {
+        /// The value of `start`.
+        start: f64,
+        /// The value of `floor`.
+        floor: f64,
+        /// The value of `ceiling`.
+        ceiling: f64,
+    },
+    /// A concurrency parameter that is not a whole number.
+    #[error("`{field}` must be a whole number for control = \"concurrency\" (got {value})")]
+    NotInteger {
+        /// The parameter's name.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// `ceiling` missing for concurrency.
+    #[error("`ceiling` is required for control = \"concurrency\" (the authored concurrency)")]
+    CeilingRequired,
+}
+
+/// The validated parameters of one governed target.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Params {
+    /// Which knob is governed.
+    pub control: Control,
+    /// The authored offer; `f64::INFINITY` for an unbounded rate.
+    pub ceiling: f64,
+    /// The offer never goes below this.
+    pub floor: f64,
+    /// The opening offer.
+    pub start: f64,
+    /// Back off when `frac > high`.
+    pub high: f64,
+    /// A window is clean when `frac < low`.
+    pub low: f64,
+}
+
+impl Params {
+    /// Validates parameters, filling the defaults of `GOVERNOR.md`:
+    /// `low = high / 5`, `start = floor`, an unbounded ceiling for rate.
+    ///
+    /// Returns every problem found, not just the first.
+    pub fn new(
+        control: Control,
+        ceiling: Option<f64>,
+        floor: f64,
+        start: Option<f64>,
+        high: f64,
+        low: Option<f64>,
+    ) -> Result<Params, Vec<ParamError>> {
+        let mut errors = Vec::new();
+        let mut finite = |field: &'static str, v: f64| {
+            let ok = v.is_finite() && v >= 0.0;
+            if !ok {
+                errors.push(ParamError::NotFiniteNonNegative { field, value: v });
+            }
+            ok
+        };
+        let ceiling_ok = match ceiling {
+            Some(c) => finite("ceiling", c),
+            None => true,
+        };
+        let floor_ok = finite("floor", floor);
+        let start_ok = start.map(|s| finite("start", s)).unwrap_or(true);
+        let high_ok = finite("high", high);
+        let low_ok = low.map(|l| finite("low", l)).unwrap_or(true);
+
+        let ceiling = match (ceiling, control) {
+            (Some(c), _) => c,
+            (None, Control::Rate) => f64::INFINITY,
+            (None, Control::Concurrency) => {
+                errors.push(ParamError::CeilingRequired);
+                f64::NAN
+            }
+        };
+        if high_ok && !(high > 0.0 && high < 1.0) {
+            errors.push(ParamError::HighOutOfRange(high));
+        }
+        let low = low.unwrap_or(high / 5.0);
+        if high_ok && low_ok && !(low > 0.0 && low < high) {
+            errors.push(ParamError::LowOutOfRange { low, high });
+        }
+        if control.is_integer() {
+            for (field, v, ok) in [
+                ("ceiling", ceiling, ceiling_ok),
+                ("floor", floor, floor_ok),
+                ("start", start.unwrap_or(0.0), start_ok),
+            ] {
+                if ok && v.is_finite() && v.fract() != 0.0 {
+                    errors.push(ParamError::NotInteger { field, value: v });
+                }
+            }
+        }
+        let bounds_ok = ceiling_ok && floor_ok && !ceiling.is_nan();
+        if bounds_ok && floor > ceiling {
+            errors.push(ParamError::FloorAboveCeiling { floor, ceiling });
+        }
+        let start = match start {
+            Some(s) => {
+                if bounds_ok && start_ok && floor <= ceiling && !(floor..=ceiling).contains(&s) {
+                    errors.push(ParamError::StartOutOfRange {
+                        start: s,
+                        floor,
+                        ceiling,
+                    });
+                }
+                s
+            }
+            // "`floor`, clamped into [floor, ceiling]"
+            None => floor.min(ceiling),
+        };
+        if errors.is_empty() {
+            Ok(Params {
+                control,
+                ceiling,
+                floor,
+                start,
+                high,
+                low,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Applies the knob's integer rules to a raw decision.
+    ///
+    /// Concurrency: a Down strictly lowers the integer value unless at the
+    /// floor, an Up strictly raises it unless at the ceiling, and nothing
+    /// leaves [floor, ceiling]. Rate: values pass through unrounded.
+    pub fn round(&self, decision: Decision, current: f64) -> Decision {
+        if !self.control.is_integer() {
+            return decision;
+        }
+        match decision {
+            Decision::Down(t) => {
+                let v = t.floor().min(current.ceil() - 1.0).max(self.floor);
+                if v < current {
+                    Decision::Down(v)
+                } else {
+                    Decision::Hold
+                }
+            }
+            Decision::Up(t) => {
+                let v = t.floor().max(current.floor() + 1.0).min(self.ceiling);
+                if v > current {
+                    Decision::Up(v)
+                } else {
+                    Decision::Hold
+                }
+            }
+            Decision::Hold => Decision::Hold,
+        }
+    }
+}
+
+/// The mutable state of `GOVERNOR.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// The committed offer.
+    pub current: f64,
+    /// The offer at which congestion was last seen.
+    pub last_bad: Option<f64>,
+    /// Consecutive clean windows at or above `last_bad`.
+    pub clean_streak: u32,
+}
+
+/// The per-target governor: parameters, state and window bookkeeping.
+#[derive(Debug, Clone)]
+pub struct ThrottleGovernor {
+    params: Params,
+    state: State,
+    window: WindowTracker,
+}
+
+impl ThrottleGovernor {
+    /// A governor that opens at `params.start` in slow start.
+    pub fn new(params: Params) -> Self {
+        ThrottleGovernor {
+            state: State {
+                current: params.start,
+                last_bad: None,
+                clean_streak: 0,
+            },
+            params,
+            window: WindowTracker::default(),
+        }
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Restores memory (`last_bad`, streak), e.g. from a state file.
+    pub fn restore_memory(&mut self, last_bad: Option<f64>, clean_streak: u32) {
+        self.state.last_bad = last_bad;
+        self.state.clean_streak = if last_bad.is_some() { clean_streak } else { 0 };
+    }
+
+    /// Sets the committed offer, as read back from the tool. The next window
+    /// steps from this value; an outside writer is not fought.
+    pub fn set_current(&mut self, committed: f64) {
+        self.state.current = committed;
+    }
+
+    /// Folds one window's deltas (`attempts` resolved, `failures` failed)
+    /// into the state and returns the decision. The caller guarantees
+    /// `0 <= failures <= attempts`, both finite (the [`crate::window`]
+    /// module checks this for cumulative readings).
+    ///
+    /// After an Up or Down, `current` becomes the decided value until the
+    /// caller reports a different committed value with [`Self::set_current`].
+    pub fn step(&mut self, attempts: f64, failures: f64) -> Outcome {
+        let p = self.params;
+        let from = self.state.current;
+        if attempts <= 0.0 {
+            return self.hold(HoldReason::NoTraffic, Some(no_traffic(failures)), false);
+        }
+        let frac = failures / attempts;
+
+        let mut memory_cleared = false;
+        if let Some(bad) = self.state.last_bad {
+            let evidence = frac < p.low && from >= bad;
+            let (streak, clear) = memory_clear_step(self.state.clean_streak, evidence);
+            self.state.clean_streak = streak;
+            if clear {
+                self.state.last_bad = None;
+                memory_cleared = true;
+            }
+        }
+
+        let raw = decide(
+            frac,
+            from,
+            p.high,
+            p.low,
+            p.floor,
+            p.ceiling,
+            self.state.last_bad,
+        );
+        let decision = p.round(raw, from);
+        let threshold = if frac > p.high {
+            Some(Threshold::High(p.high))
+        } else if frac < p.low {
+            Some(Threshold::Low(p.low))
+        } else {
+            Some(Threshold::Band(p.low, p.high))
+        };
+        let signal = Signal {
+            attempts,
+            failures,
+            frac: Some(frac),
+            threshold,
+        };
+        match decision {
+            Decision::Down(to) => {
+                self.state.last_bad = Some(from);
+                self.state.current = to;
+                self.outcome(
+                    decision,
+                    from,
+                    to,
+                    Some(Mode::BackingOff),
+                    None,
+                    signal,
+                    memory_cleared,
+                )
+            }
+            Decision::Up(to) => {
+                let mode = match self.state.last_bad {
+                    None => Mode::Climbing,
+                    Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
+                    Some(_) => Mode::Probing,
+                };
+                self.state.current = to;
+                self.outcome(decision, from, to, Some(mode), None, signal, memory_cleared)
+            }
+            Decision::Hold => {
+                let reason = if frac > p.high {
+                    HoldReason::AtFloor
+                } else if frac < p.low {
+                    HoldReason::AtCeiling
+                } else {
+                    HoldReason::DeadBand
+                };
+                self.hold(reason, Some(signal), memory_cleared)
+            }
+        }
+    }
+
+    /// Folds one cumulative reading: the first sets the baseline, a counter
+    /// reset rebases, and otherwise the window's deltas go to [`Self::step`].
+    pub fn observe(&mut self, reading: Reading) -> Result<Outcome, WindowError> {
+        match self.window.observe(reading)? {
+            WindowOutcome::Baseline => Ok(self.hold(HoldReason::Baseline, None, false)),
+            WindowOutcome::CounterReset => Ok(self.hold(HoldReason::CounterReset, None, false)),
+            WindowOutcome::Window(w) => Ok(self.step(w.attempts, w.failures)),
+        }
+    }
+
+    /// Access to the window bookkeeping (e.g. to rebase after a restart).
+    pub fn window_mut(&mut self) -> &mut WindowTracker {
+        &mut self.window
+    }
+
+    /// A hold outcome that does not touch the memory.
+    pub fn hold(&self, reason: HoldReason, signal: Option<Signal>, cleared: bool) -> Outcome {
+        let from = self.state.current;
+        let signal = signal.unwrap_or(Signal {
+            attempts: 0.0,
+            failures: 0.0,
+            frac: None,
+            threshold: None,
+        });
+        let signal = match reason {
+            HoldReason::Baseline | HoldReason::CounterReset | HoldReason::SignalError => None,
+            _ => Some(signal),
+        };
+        Outcome {
+            decision: Decision::Hold,
+            from,
+            to: from,
+            mode: None,
+            reason: Some(reason),
+            signal,
+            last_bad: self.state.last_bad,
+            clean_streak: self.state.clean_streak,
+            memory_cleared: cleared,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn outcome(
+        &self,
+        decision: Decision,
+        from: f64,
+        to: f64,
+        mode: Option<Mode>,
+        reason: Option<HoldReason>,
+        signal: Signal,
+        memory_cleared: bool,
+    ) -> Outcome {
+        Outcome {
+            decision,
+            from,
+            to,
+            mode,
+            reason,
+            signal: Some(signal),
+            last_bad: self.state.last_bad,
+            clean_streak: self.state.clean_streak,
+            memory_cleared,
+        }
+    }
+}
+
+fn no_traffic(failures: f64) -> Signal {
+    Signal {
+        attempts: 0.0,
+        failures,
+        frac: None,
+        threshold: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
