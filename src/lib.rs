@@ -18,5 +18,12 @@
 //! | control | `control` | where offers go: HTTP writes and read-back |
 //! | telemetry | `telemetry` | exported metrics, HTTP server, logging |
 
+pub mod config;
+pub mod control;
 pub mod governor;
+pub mod report;
+pub mod signal;
+pub mod supervisor;
+pub mod target;
+pub mod telemetry;
 pub mod window;

@@ -1,0 +1,688 @@
+//! The TOML config: serde types plus validation, errors named by target.
+//!
+//! Why it exists: the controller writes load onto someone's system, so a
+//! config is checked completely before anything starts. Every problem found
+//! is collected and reported with the target's name and the field's path
+//! (`targets[checkout].signal.url: ...`), not just the first one.
+//!
+//! Every number carries a unit: durations are humantime strings (`"2s"`,
+//! `"250ms"`), fractions are plain numbers in `[0, 1]`. Unknown keys are
+//! rejected (`deny_unknown_fields`), so a typo never silently falls back to
+//! a default.
+//!
+//! One deliberate spelling: GOVERNOR.md calls the governed knob `control`,
+//! but `[targets.control]` is the table that says how offers are written,
+//! and TOML cannot hold both a `control = "..."` key and a
+//! `[targets.control]` table. The knob is therefore `knob = "concurrency"`
+//! (or `"rate"`).
+//!
+//! What it may touch: the filesystem (to read the file) and
+//! [`crate::governor::Params`] for the governor's own rules.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use thiserror::Error;
+
+use crate::governor::{Control, ParamError, Params};
+
+/// The whole config file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// The controller's own HTTP server.
+    pub server: ServerConfig,
+    /// The governed targets.
+    pub targets: Vec<TargetConfig>,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address for `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: default_listen(),
+        }
+    }
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9464))
+}
+
+/// What to leave behind on shutdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExit {
+    /// Leave the committed offer as it is.
+    #[default]
+    Leave,
+    /// Write the floor.
+    Floor,
+    /// Write the opening offer.
+    Start,
+}
+
+/// `[[targets]]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// Unique name; the `target` label.
+    pub name: String,
+    /// Which knob is governed (GOVERNOR.md's `control`).
+    pub knob: Control,
+    /// The authored offer: the ceiling (optional for rate).
+    pub ceiling: Option<f64>,
+    /// The offer never goes below this.
+    pub floor: f64,
+    /// The opening offer (default: floor).
+    pub start: Option<f64>,
+    /// Back off when the window's failure fraction exceeds this.
+    pub high: f64,
+    /// A window is clean below this (default: high / 5).
+    pub low: Option<f64>,
+    /// The length of one window.
+    #[serde(
+        default = "default_window",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub window: Duration,
+    /// What to write on shutdown.
+    #[serde(default)]
+    pub on_exit: OnExit,
+    /// Where counters come from.
+    pub signal: SignalConfig,
+    /// Where offers go.
+    pub control: ControlConfig,
+}
+
+fn default_window() -> Duration {
+    Duration::from_secs(2)
+}
+
+impl TargetConfig {
+    /// The governor parameters (validated by [`Config::validate`]).
+    pub fn params(&self) -> Result<Params, Vec<ParamError>> {
+        Params::new(
+            self.knob,
+            self.ceiling,
+            self.floor,
+            self.start,
+            self.high,
+            self.low,
+        )
+    }
+}
+
+/// `[targets.signal]`: where the cumulative counters come from.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum SignalConfig {
+    /// Scrape a Prometheus (or OpenMetrics) text endpoint.
+    Prometheus(PrometheusSignalConfig),
+}
+
+impl SignalConfig {
+    /// The config spelling of the kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SignalConfig::Prometheus(_) => "prometheus",
+        }
+    }
+}
+
+/// `kind = "prometheus"`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrometheusSignalConfig {
+    /// The exposition endpoint.
+    pub url: String,
+    /// Selector of all resolved attempts (summed over matching series).
+    pub attempts: Option<String>,
+    /// Selector of successful attempts (alternative to `attempts`).
+    pub successes: Option<String>,
+    /// Selector of failed attempts (summed).
+    pub failures: String,
+    /// Optional gauge selector holding the committed offer.
+    pub offer: Option<String>,
+    /// Timeout of one scrape.
+    #[serde(
+        default = "default_signal_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+fn default_signal_timeout() -> Duration {
+    Duration::from_secs(1)
+}
+
+/// `[targets.control]`: where offers are written.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ControlConfig {
+    /// A templated HTTP request.
+    Http(HttpControlConfig),
+}
+
+impl ControlConfig {
+    /// The config spelling of the kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ControlConfig::Http(_) => "http",
+        }
+    }
+}
+
+/// `kind = "http"`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpControlConfig {
+    /// Where to send the write; `{{value}}` is replaced.
+    pub url: String,
+    /// Any HTTP method.
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Request body; `{{value}}` is replaced (an integer for concurrency).
+    #[serde(default = "default_body")]
+    pub body: String,
+    /// The body's content type.
+    #[serde(default = "default_content_type")]
+    pub content_type: String,
+    /// Timeout of one write.
+    #[serde(
+        default = "default_control_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// How the committed offer is read back; without it, `signal.offer`.
+    pub read_back: Option<ReadBackConfig>,
+    /// Read-backs tried before a write counts as unconfirmed.
+    #[serde(default = "default_confirm_attempts")]
+    pub confirm_attempts: u32,
+    /// Pause between read-backs while confirming.
+    #[serde(
+        default = "default_confirm_interval",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub confirm_interval: Duration,
+    /// Writes tried before a failed or unconfirmed write is reported.
+    #[serde(default = "default_write_attempts")]
+    pub write_attempts: u32,
+}
+
+fn default_method() -> String {
+    "PUT".to_string()
+}
+fn default_body() -> String {
+    "{{value}}".to_string()
+}
+fn default_content_type() -> String {
+    "application/json".to_string()
+}
+fn default_control_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+fn default_confirm_attempts() -> u32 {
+    5
+}
+fn default_confirm_interval() -> Duration {
+    Duration::from_millis(100)
+}
+fn default_write_attempts() -> u32 {
+    2
+}
+
+/// `[targets.control.read_back]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadBackConfig {
+    /// GET this URL.
+    pub url: String,
+    /// RFC 6901 pointer to the number in the JSON response.
+    pub json_pointer: String,
+    /// Timeout of one read-back (default: the control's timeout).
+    #[serde(
+        default,
+        deserialize_with = "de_opt_duration",
+        serialize_with = "ser_opt_duration"
+    )]
+    pub timeout: Option<Duration>,
+}
+
+/// One problem in a config, located by target and field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    /// The target's name (or `#index` when it has none); `None` for the file.
+    pub target: Option<String>,
+    /// The field's path within the target, e.g. `signal.url`.
+    pub field: String,
+    /// What is wrong and what to do.
+    pub reason: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.target {
+            Some(t) if self.field.is_empty() => write!(f, "targets[{t}]: {}", self.reason),
+            Some(t) => write!(f, "targets[{t}].{}: {}", self.field, self.reason),
+            None if self.field.is_empty() => write!(f, "{}", self.reason),
+            None => write!(f, "{}: {}", self.field, self.reason),
+        }
+    }
+}
+
+/// Why a config could not be loaded.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The path given.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// One or more problems; each names its target and field.
+    #[error("invalid config ({} problem{}):\n{}", .0.len(), if .0.len() == 1 { "" } else { "s" }, list(.0))]
+    Invalid(Vec<FieldError>),
+}
+
+fn list(errors: &[FieldError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("  - {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::parse(&text)
+    }
+
+    /// Parses and validates config text, collecting every problem.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let mut errors = Vec::new();
+        let doc: toml::Table = match toml::from_str(text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                errors.push(FieldError {
+                    target: None,
+                    field: String::new(),
+                    reason: hint(&format!("TOML syntax: {}", e.message()))
+                        + &location(text, e.span()),
+                });
+                return Err(ConfigError::Invalid(errors));
+            }
+        };
+        let mut server = ServerConfig::default();
+        let mut targets = Vec::new();
+        let mut saw_targets = false;
+        for (key, value) in doc {
+            match key.as_str() {
+                "server" => match ServerConfig::deserialize(value) {
+                    Ok(s) => server = s,
+                    Err(e) => errors.push(FieldError {
+                        target: None,
+                        field: "server".into(),
+                        reason: e.message().to_string(),
+                    }),
+                },
+                "targets" => {
+                    saw_targets = true;
+                    let toml::Value::Array(items) = value else {
+                        errors.push(FieldError {
+                            target: None,
+                            field: "targets".into(),
+                            reason: "must be an array of tables: write each as [[targets]]".into(),
+                        });
+                        continue;
+                    };
+                    for (i, item) in items.into_iter().enumerate() {
+                        let label = item
+                            .get("name")
+                            .and_then(|n| n.as_str())
+                            .map(str::to_string)
+                            .unwrap_or_else(|| format!("#{}", i + 1));
+                        match TargetConfig::deserialize(item) {
+                            Ok(t) => targets.push(t),
+                            Err(e) => errors.push(FieldError {
+                                target: Some(label),
+                                field: String::new(),
+                                reason: hint(e.message()),
+                            }),
+                        }
+                    }
+                }
+                other => errors.push(FieldError {
+                    target: None,
+                    field: other.to_string(),
+                    reason: "unknown top-level key; expected `server` or `targets`".into(),
+                }),
+            }
+        }
+        if !saw_targets {
+            errors.push(FieldError {
+                target: None,
+                field: "targets".into(),
+                reason: "no [[targets]] given: nothing to govern".into(),
+            });
+        }
+        let config = Config { server, targets };
+        errors.extend(config.validate());
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid(errors))
+        }
+    }
+
+    /// Semantic checks over parsed targets; returns every problem.
+    pub fn validate(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let mut names = HashSet::new();
+        for t in &self.targets {
+            let mut err = |field: &str, reason: String| {
+                errors.push(FieldError {
+                    target: Some(t.name.clone()),
+                    field: field.to_string(),
+                    reason,
+                })
+            };
+            if t.name.trim().is_empty() {
+                err("name", "must not be empty".into());
+            } else if !names.insert(t.name.clone()) {
+                err("name", "duplicate target name; names must be unique".into());
+            }
+            if let Err(param_errors) = t.params() {
+                for e in param_errors {
+                    err(param_field(&e), e.to_string());
+                }
+            }
+            if t.window.is_zero() {
+                err("window", "must be longer than 0s, e.g. \"2s\"".into());
+            }
+            let SignalConfig::Prometheus(s) = &t.signal;
+            check_url(&mut err, "signal.url", &s.url);
+            match (&s.attempts, &s.successes) {
+                (None, None) => err(
+                    "signal.attempts",
+                    "give `attempts` (all resolved attempts) or `successes`".into(),
+                ),
+                (Some(_), Some(_)) => err(
+                    "signal.successes",
+                    "give either `attempts` or `successes`, not both".into(),
+                ),
+                _ => {}
+            }
+            for (field, sel) in [
+                ("signal.attempts", s.attempts.as_deref()),
+                ("signal.successes", s.successes.as_deref()),
+                ("signal.failures", Some(s.failures.as_str())),
+                ("signal.offer", s.offer.as_deref()),
+            ] {
+                if let Some(sel) = sel {
+                    if let Err(e) = sel.parse::<crate::signal::selector::Selector>() {
+                        err(field, format!("bad selector `{sel}`: {e}"));
+                    }
+                }
+            }
+            if s.timeout.is_zero() {
+                err("signal.timeout", "must be longer than 0s".into());
+            }
+            let ControlConfig::Http(c) = &t.control;
+            check_url(&mut err, "control.url", &c.url.replace("{{value}}", "1"));
+            if reqwest::Method::from_bytes(c.method.as_bytes()).is_err() {
+                err(
+                    "control.method",
+                    format!("`{}` is not an HTTP method", c.method),
+                );
+            }
+            if c.timeout.is_zero() {
+                err("control.timeout", "must be longer than 0s".into());
+            }
+            if c.confirm_attempts == 0 {
+                err("control.confirm_attempts", "must be at least 1".into());
+            }
+            if c.write_attempts == 0 {
+                err("control.write_attempts", "must be at least 1".into());
+            }
+            match &c.read_back {
+                Some(rb) => {
+                    check_url(&mut err, "control.read_back.url", &rb.url);
+                    if !(rb.json_pointer.is_empty() || rb.json_pointer.starts_with('/')) {
+                        err(
+                            "control.read_back.json_pointer",
+                            format!(
+                                "`{}` is not an RFC 6901 pointer; it must start with `/`, e.g. \"/workers\"",
+                                rb.json_pointer
+                            ),
+                        );
+                    }
+                }
+                None if s.offer.is_none() => err(
+                    "control.read_back",
+                    "writes must be confirmed: give [targets.control.read_back] or `signal.offer`"
+                        .into(),
+                ),
+                None => {}
+            }
+        }
+        errors
+    }
+}
+
+fn check_url(err: &mut impl FnMut(&str, String), field: &str, url: &str) {
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
+        Ok(u) => err(
+            field,
+            format!(
+                "scheme `{}` is not supported; use http or https",
+                u.scheme()
+            ),
+        ),
+        Err(e) => err(field, format!("`{url}` is not a URL: {e}")),
+    }
+}
+
+fn param_field(e: &ParamError) -> &'static str {
+    match e {
+        ParamError::NotFiniteNonNegative { field, .. } | ParamError::NotInteger { field, .. } => {
+            field
+        }
+        ParamError::HighOutOfRange(_) => "high",
+        ParamError::LowOutOfRange { .. } => "low",
+        ParamError::FloorAboveCeiling { .. } => "floor",
+        ParamError::StartOutOfRange { .. } => "start",
+        ParamError::CeilingRequired => "ceiling",
+    }
+}
+
+fn hint(message: &str) -> String {
+    let mut m = message.trim().replace('\n', " ");
+    if (m.contains("invalid type: string") || m.contains("duplicate key")) && m.contains("control")
+    {
+        m.push_str(
+            " (hint: the governed knob is `knob = \"concurrency\"`; `[targets.control]` is the write table)",
+        );
+    }
+    m
+}
+
+fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(r) => {
+            let line = text[..r.start.min(text.len())].matches('\n').count() + 1;
+            format!(" (line {line})")
+        }
+        None => String::new(),
+    }
+}
+
+/// Deserializes a humantime duration such as `"2s"` or `"250ms"`.
+pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    humantime::parse_duration(&s).map_err(|e| {
+        serde::de::Error::custom(format!(
+            "`{s}` is not a duration ({e}); write it with a unit, e.g. \"2s\" or \"250ms\""
+        ))
+    })
+}
+
+fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    de_duration(d).map(Some)
+}
+
+fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&humantime::format_duration(*d).to_string())
+}
+
+fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => ser_duration(d, s),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[server]
+listen = "127.0.0.1:0"
+
+[[targets]]
+name = "checkout"
+knob = "concurrency"
+ceiling = 256
+floor = 1
+high = 0.05
+window = "500ms"
+
+[targets.signal]
+kind = "prometheus"
+url = "http://127.0.0.1:9100/metrics"
+attempts = 'myload_requests_total'
+failures = 'myload_requests_total{outcome="error"}'
+timeout = "1s"
+
+[targets.control]
+kind = "http"
+url = "http://127.0.0.1:9100/admin/workers"
+body = '{"workers": {{value}}}'
+[targets.control.read_back]
+url = "http://127.0.0.1:9100/admin/workers"
+json_pointer = "/workers"
+"#;
+
+    #[test]
+    fn good_config_parses_with_defaults() {
+        let c = Config::parse(GOOD).unwrap();
+        let t = &c.targets[0];
+        assert_eq!(t.window, Duration::from_millis(500));
+        let p = t.params().unwrap();
+        assert_eq!(p.start, 1.0);
+        assert!((p.low - 0.01).abs() < 1e-12);
+        assert_eq!(t.on_exit, OnExit::Leave);
+        let ControlConfig::Http(h) = &t.control;
+        assert_eq!(h.method, "PUT");
+        assert_eq!(h.content_type, "application/json");
+    }
+
+    #[test]
+    fn every_bad_field_is_reported_by_target() {
+        let bad = GOOD
+            .replace("ceiling = 256", "ceiling = 256\nlow = 0.2")
+            .replace(
+                "url = \"http://127.0.0.1:9100/metrics\"",
+                "url = \"ftp://x\"",
+            )
+            .replace("window = \"500ms\"", "window = \"0s\"")
+            .replace("json_pointer = \"/workers\"", "json_pointer = \"workers\"")
+            .replace("'myload_requests_total'", "'myload_requests_total{'");
+        let Err(ConfigError::Invalid(errors)) = Config::parse(&bad) else {
+            panic!("expected errors");
+        };
+        let text: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        for field in [
+            "targets[checkout].low",
+            "targets[checkout].signal.url",
+            "targets[checkout].window",
+            "targets[checkout].control.read_back.json_pointer",
+            "targets[checkout].signal.attempts",
+        ] {
+            assert!(
+                text.iter().any(|t| t.starts_with(field)),
+                "{field} missing in {text:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_control_string_are_explained() {
+        let bad = GOOD.replace("floor = 1", "floor = 1\nflor = 2");
+        let err = Config::parse(&bad).unwrap_err().to_string();
+        assert!(
+            err.contains("targets[checkout]") && err.contains("flor"),
+            "{err}"
+        );
+
+        let bad = GOOD.replace("knob = \"concurrency\"", "control = \"concurrency\"");
+        let err = Config::parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("knob"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_names_and_missing_confirmation_are_rejected() {
+        let two = format!("{GOOD}\n{}", &GOOD[GOOD.find("[[targets]]").unwrap()..]);
+        let err = Config::parse(&two).unwrap_err().to_string();
+        assert!(err.contains("duplicate target name"), "{err}");
+
+        let start = GOOD.find("[targets.control.read_back]").unwrap();
+        let no_rb = &GOOD[..start];
+        let err = Config::parse(no_rb).unwrap_err().to_string();
+        assert!(err.contains("control.read_back"), "{err}");
+    }
+
+    #[test]
+    fn bad_duration_names_the_unit() {
+        let bad = GOOD.replace("window = \"500ms\"", "window = \"2\"");
+        let err = Config::parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("unit"), "{err}");
+    }
+
+    #[test]
+    fn syntax_error_gives_line() {
+        let err = Config::parse("[[targets]\nname=").unwrap_err().to_string();
+        assert!(err.contains("line 1"), "{err}");
+    }
+}

@@ -1,0 +1,129 @@
+//! Signal: where a target's cumulative attempt and failure counters come from.
+//!
+//! Why it exists: every load tool exposes its counters differently, and each
+//! way can fail (timeouts, garbage, missing series, resets). This stage turns
+//! "read the tool" into one value, [`Counters`], or one bounded
+//! [`SignalError`] whose `error_type` labels the metric. It never guesses: a
+//! selector that matches nothing, or a line that cannot be parsed, is an
+//! error and never a zero.
+//!
+//! What it may touch: the network (through the shared HTTP client), always
+//! with a timeout and a body-size limit.
+//!
+//! - [`exposition`]: our Prometheus/OpenMetrics text parser (why not
+//!   `prometheus-parse`: it silently drops valid samples; see its docs).
+//! - [`selector`]: PromQL instant-vector selectors, summed over series.
+//! - [`prometheus`]: scraping a text endpoint.
+//! - [`http`]: the bounded HTTP fetch shared by every source.
+
+pub mod exposition;
+pub mod http;
+pub mod prometheus;
+pub mod selector;
+
+use thiserror::Error;
+
+use crate::window::Reading;
+
+/// One read of a tool's cumulative counters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Counters {
+    /// Resolved attempts, or successes when `successes_form` is set.
+    pub first: f64,
+    /// Failed attempts.
+    pub failures: f64,
+    /// Whether `first` counts successes (attempts = successes + failures).
+    pub successes_form: bool,
+    /// The committed offer, when the source exposes it.
+    pub offer: Option<f64>,
+}
+
+impl Counters {
+    /// The reading for the window module, stamped by the caller's clock.
+    pub fn reading(&self, at_secs: f64) -> Reading {
+        if self.successes_form {
+            Reading::successes(at_secs, self.first, self.failures)
+        } else {
+            Reading::resolved(at_secs, self.first, self.failures)
+        }
+    }
+}
+
+/// Why a signal read failed. Each variant maps to a bounded `error_type`.
+#[derive(Debug, Error)]
+pub enum SignalError {
+    /// The request did not finish in time.
+    #[error("timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// Could not connect.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// A non-2xx answer.
+    #[error("HTTP status {0}")]
+    Status(u16),
+    /// The body exceeded the size limit.
+    #[error("body larger than the {0}-byte limit")]
+    TooLarge(usize),
+    /// Another transport problem.
+    #[error("request failed: {0}")]
+    Transport(String),
+    /// The body is not valid exposition text.
+    #[error("cannot parse the exposition: {0}")]
+    Parse(#[from] exposition::ExpositionError),
+    /// A selector matched no series.
+    #[error(
+        "selector `{0}` matched no series (check the metric name and labels against the endpoint)"
+    )]
+    MissingSeries(String),
+    /// The body is not the JSON the adapter expects.
+    #[error("unexpected response: {0}")]
+    Format(String),
+}
+
+impl SignalError {
+    /// A bounded label for `throttle_signal_errors_total{error_type}`.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            SignalError::Timeout(_) => "timeout",
+            SignalError::Connect(_) => "connect",
+            SignalError::Status(_) => "http_status",
+            SignalError::TooLarge(_) => "too_large",
+            SignalError::Transport(_) => "transport",
+            SignalError::Parse(_) => "parse",
+            SignalError::MissingSeries(_) => "missing_series",
+            SignalError::Format(_) => "format",
+        }
+    }
+}
+
+/// A configured source of counters.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Prometheus text scrape.
+    Prometheus(prometheus::PrometheusSource),
+}
+
+impl Source {
+    /// Builds the source for a target's signal config.
+    pub fn new(cfg: &crate::config::SignalConfig, client: reqwest::Client) -> Result<Self, String> {
+        match cfg {
+            crate::config::SignalConfig::Prometheus(p) => Ok(Source::Prometheus(
+                prometheus::PrometheusSource::new(p, client)?,
+            )),
+        }
+    }
+
+    /// Reads the counters once.
+    pub async fn read(&self) -> Result<Counters, SignalError> {
+        match self {
+            Source::Prometheus(p) => p.read().await,
+        }
+    }
+
+    /// Whether the source can report the committed offer.
+    pub fn has_offer(&self) -> bool {
+        match self {
+            Source::Prometheus(p) => p.has_offer(),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Scraping a Prometheus (or OpenMetrics) text endpoint.
+//!
+//! Why it exists: it is the one signal almost every load tool can offer.
+//! The configured selectors are evaluated in one pass over the body; each
+//! is summed over its matching series, and a selector that matches nothing
+//! is a [`SignalError::MissingSeries`], never a zero.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
+
+use super::exposition::Limits;
+use super::http::{fetch_text, DEFAULT_MAX_BODY_BYTES};
+use super::selector::{sum_many, Selector};
+use super::{Counters, SignalError};
+use crate::config::PrometheusSignalConfig;
+
+/// The `Accept` header Prometheus itself sends: text 0.0.4 or OpenMetrics.
+const ACCEPT_TEXT: &str =
+    "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
+
+/// A configured scrape.
+#[derive(Debug, Clone)]
+pub struct PrometheusSource {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    timeout: Duration,
+    first: Selector,
+    successes_form: bool,
+    failures: Selector,
+    offer: Option<Selector>,
+    limits: Limits,
+    max_body_bytes: usize,
+}
+
+impl PrometheusSource {
+    /// Builds a scrape from validated config.
+    pub fn new(cfg: &PrometheusSignalConfig, client: reqwest::Client) -> Result<Self, String> {
+        let parse = |s: &str| {
+            s.parse::<Selector>()
+                .map_err(|e| format!("selector `{s}`: {e}"))
+        };
+        let (first, successes_form) = match (&cfg.attempts, &cfg.successes) {
+            (Some(a), _) => (parse(a)?, false),
+            (None, Some(s)) => (parse(s)?, true),
+            (None, None) => return Err("give `attempts` or `successes`".into()),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_TEXT));
+        for (k, v) in &cfg.headers {
+            let name =
+                HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header `{k}`: {e}"))?;
+            let value = HeaderValue::from_str(v).map_err(|e| format!("header `{k}`: {e}"))?;
+            headers.insert(name, value);
+        }
+        Ok(PrometheusSource {
+            client,
+            url: cfg.url.clone(),
+            headers,
+            timeout: cfg.timeout,
+            first,
+            successes_form,
+            failures: parse(&cfg.failures)?,
+            offer: cfg.offer.as_deref().map(parse).transpose()?,
+            limits: Limits::default(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        })
+    }
+
+    /// Whether an offer gauge is configured.
+    pub fn has_offer(&self) -> bool {
+        self.offer.is_some()
+    }
+
+    /// Scrapes once and sums the selectors.
+    pub async fn read(&self) -> Result<Counters, SignalError> {
+        let request = self.client.get(&self.url).headers(self.headers.clone());
+        let body = fetch_text(request, self.timeout, self.max_body_bytes).await?;
+        self.evaluate(&body)
+    }
+
+    /// Sums the selectors over one exposition body.
+    pub fn evaluate(&self, body: &str) -> Result<Counters, SignalError> {
+        let mut selectors = vec![&self.first, &self.failures];
+        if let Some(o) = &self.offer {
+            selectors.push(o);
+        }
+        let sums = sum_many(body, &selectors, &self.limits)?;
+        let need = |i: usize| {
+            sums.get(i)
+                .copied()
+                .flatten()
+                .ok_or_else(|| SignalError::MissingSeries(selectors[i].to_string()))
+        };
+        Ok(Counters {
+            first: need(0)?,
+            failures: need(1)?,
+            successes_form: self.successes_form,
+            offer: if self.offer.is_some() {
+                Some(need(2)?)
+            } else {
+                None
+            },
+        })
+    }
+}

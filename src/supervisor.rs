@@ -1,0 +1,195 @@
+//! The supervisor: builds every target from the config, runs each in its own
+//! task, serves telemetry, and shuts everything down in bounded time.
+//!
+//! Why it exists: start-up and shutdown are where controllers leak tasks or
+//! hang. One `CancellationToken` stops every loop; a `JoinSet` drains them
+//! with a deadline; the HTTP server stops last so the final state can still
+//! be scraped while targets wind down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::config::Config;
+use crate::control::Actuator;
+use crate::signal::Source;
+use crate::target::TargetTask;
+use crate::telemetry::{server, Telemetry};
+
+/// Options of `run` beyond the config file.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Read and decide, never write.
+    pub dry_run: bool,
+}
+
+/// Why the controller could not start.
+#[derive(Debug, Error)]
+pub enum SupervisorError {
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// A target's signal or control could not be built.
+    #[error("target `{target}`: {reason}")]
+    Target {
+        /// The target's name.
+        target: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The telemetry listener could not be bound.
+    #[error(
+        "cannot listen on {addr}: {source} (is another process using it? set [server] listen)"
+    )]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The shared HTTP client: pooled connections, a connect timeout, and no
+/// redirects to other hosts.
+pub fn http_client() -> Result<reqwest::Client, SupervisorError> {
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let same_host = attempt
+            .previous()
+            .first()
+            .map(|first| first.host_str() == attempt.url().host_str())
+            .unwrap_or(false);
+        if attempt.previous().len() > 5 || !same_host {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .redirect(policy)
+        .pool_idle_timeout(Duration::from_secs(30))
+        .user_agent(concat!("throttle-governor/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| SupervisorError::Client(e.to_string()))
+}
+
+/// Builds the task of every target.
+pub fn build_tasks(
+    config: &Config,
+    telemetry: &Arc<Telemetry>,
+    opts: &RunOptions,
+) -> Result<Vec<TargetTask>, SupervisorError> {
+    let client = http_client()?;
+    let mut tasks = Vec::new();
+    for t in &config.targets {
+        let err = |reason: String| SupervisorError::Target {
+            target: t.name.clone(),
+            reason,
+        };
+        let params = t.params().map_err(|e| {
+            err(e
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; "))
+        })?;
+        let source = Source::new(&t.signal, client.clone()).map_err(err)?;
+        let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, client.clone())
+            .map_err(|e| err(e.to_string()))?;
+        tasks.push(TargetTask {
+            config: t.clone(),
+            params,
+            source,
+            actuator,
+            telemetry: telemetry.clone(),
+            dry_run: opts.dry_run,
+        });
+    }
+    Ok(tasks)
+}
+
+/// A running controller.
+pub struct Running {
+    /// Shared metrics and state.
+    pub telemetry: Arc<Telemetry>,
+    /// The bound telemetry address.
+    pub addr: std::net::SocketAddr,
+    cancel: CancellationToken,
+    targets: JoinSet<()>,
+    server: tokio::task::JoinHandle<()>,
+    server_cancel: CancellationToken,
+}
+
+/// Starts the server and every target; returns at once.
+pub async fn start(
+    config: &Config,
+    opts: RunOptions,
+    listener: Option<tokio::net::TcpListener>,
+) -> Result<Running, SupervisorError> {
+    let telemetry = Arc::new(Telemetry::default());
+    let tasks = build_tasks(config, &telemetry, &opts)?;
+    let listener = match listener {
+        Some(l) => l,
+        None => tokio::net::TcpListener::bind(config.server.listen)
+            .await
+            .map_err(|source| SupervisorError::Listen {
+                addr: config.server.listen,
+                source,
+            })?,
+    };
+    let addr = listener
+        .local_addr()
+        .map_err(|source| SupervisorError::Listen {
+            addr: config.server.listen,
+            source,
+        })?;
+    let server_cancel = CancellationToken::new();
+    let sc = server_cancel.clone();
+    let tel = telemetry.clone();
+    let server = tokio::spawn(async move {
+        if let Err(e) = server::serve(listener, tel, async move { sc.cancelled().await }).await {
+            warn!(error = %e, "Telemetry server stopped");
+        }
+    });
+    info!(%addr, targets = tasks.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
+    let cancel = CancellationToken::new();
+    let mut targets = JoinSet::new();
+    for task in tasks {
+        targets.spawn(task.run(cancel.child_token()));
+    }
+    Ok(Running {
+        telemetry,
+        addr,
+        cancel,
+        targets,
+        server,
+        server_cancel,
+    })
+}
+
+impl Running {
+    /// A token that stops every target when cancelled.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Stops every target (bounded), then the server.
+    pub async fn shutdown(mut self, grace: Duration) {
+        self.cancel.cancel();
+        let drain = async { while self.targets.join_next().await.is_some() {} };
+        if tokio::time::timeout(grace, drain).await.is_err() {
+            warn!("Targets did not stop within {grace:?}; aborting them");
+            self.targets.abort_all();
+            while self.targets.join_next().await.is_some() {}
+        }
+        self.server_cancel.cancel();
+        let _ = tokio::time::timeout(server::SHUTDOWN_GRACE, &mut self.server).await;
+        self.server.abort();
+        info!("Stopped");
+    }
+}

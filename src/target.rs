@@ -1,0 +1,457 @@
+//! One target's loop: read → window → decide → write (off the loop).
+//!
+//! Why it exists: this is where the pure stages meet the network. Each
+//! target runs in its own task; within it, every `window` the loop reads the
+//! counters and the committed offer (concurrently, each with a timeout),
+//! folds the reading into the governor, logs and exports the outcome, and
+//! hands any movement to a separate writer task through a `watch` channel.
+//! The writer confirms each write by read-back; the loop never waits for it,
+//! so a slow admin API delays neither windows nor other targets. A newer
+//! decision supersedes a write that has not started yet.
+//!
+//! The committed offer is read from the tool, not taken from our last write:
+//! when no write is in flight and the tool reports another value, someone
+//! else changed the knob, and the governor steps from their value (logged
+//! once per change).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, info_span, warn, Instrument};
+
+use crate::config::{OnExit, TargetConfig};
+use crate::control::{Actuator, ControlError, WriteOutcome};
+use crate::governor::{HoldReason, Outcome, Params, ThrottleGovernor};
+use crate::signal::Source;
+use crate::telemetry::logging::{log_memory_clear, log_movement, offer};
+use crate::telemetry::metrics::{label, DecisionLabels, ErrorLabels, WriteLabels};
+use crate::telemetry::{lock, TargetStatus, Telemetry, WindowRecord};
+
+/// Everything one target's task needs.
+pub struct TargetTask {
+    /// The target's config.
+    pub config: TargetConfig,
+    /// Its validated governor parameters.
+    pub params: Params,
+    /// Where counters come from.
+    pub source: Source,
+    /// Where offers go.
+    pub actuator: Actuator,
+    /// Shared metrics and status.
+    pub telemetry: Arc<Telemetry>,
+    /// Read and decide, never write.
+    pub dry_run: bool,
+}
+
+/// Shared between the loop and its writer task.
+#[derive(Debug, Default)]
+struct WriterShared {
+    /// The value handed to the writer and not yet finished.
+    pending: Option<f64>,
+    /// The last value the writer confirmed.
+    last_confirmed: Option<f64>,
+}
+
+impl TargetTask {
+    /// Runs until `cancel` fires, then applies `on_exit` within a bound.
+    pub async fn run(self, cancel: CancellationToken) {
+        let span = info_span!("target", target = %self.config.name);
+        self.run_inner(cancel).instrument(span).await
+    }
+
+    async fn run_inner(self, cancel: CancellationToken) {
+        let name = self.config.name.clone();
+        let knob = self.params.control;
+        let tel = self.telemetry.clone();
+        let p = self.params;
+        tel.metrics
+            .init_target(&name, p.floor, p.ceiling, p.high, p.start);
+        tel.register(TargetStatus {
+            name: name.clone(),
+            knob: knob.as_str(),
+            offer: p.start,
+            floor: p.floor,
+            ceiling: p.ceiling.is_finite().then_some(p.ceiling),
+            high: p.high,
+            low: p.low,
+            last_bad: None,
+            clean_streak: 0,
+            last_frac: None,
+            last_decision: None,
+            last_label: None,
+            last_error: None,
+            has_baseline: false,
+            windows: 0,
+            pending_write: None,
+            dry_run: self.dry_run,
+        });
+
+        let mut gov = ThrottleGovernor::new(p);
+        let shared = Arc::new(std::sync::Mutex::new(WriterShared::default()));
+        let (desired_tx, desired_rx) = watch::channel::<Option<f64>>(None);
+        let writer_cancel = CancellationToken::new();
+        let writer = tokio::spawn(
+            writer_loop(
+                name.clone(),
+                self.actuator.clone(),
+                desired_rx,
+                shared.clone(),
+                tel.clone(),
+                writer_cancel.clone(),
+            )
+            .in_current_span(),
+        );
+
+        // Publish the opening offer before the first window (confirmed).
+        if self.dry_run {
+            info!(target = %name, "Dry run: would publish the opening offer {} {knob}", offer(knob, p.start));
+        } else {
+            info!(target = %name, "Publishing the opening offer {} {knob}", offer(knob, p.start));
+            let outcome = tokio::select! {
+                o = self.actuator.write_confirmed(p.start) => Some(o),
+                _ = cancel.cancelled() => None,
+            };
+            match outcome {
+                Some(WriteOutcome::Confirmed { .. }) => {
+                    count_write(&tel, &name, "confirmed");
+                    lock(&shared).last_confirmed = Some(p.start);
+                }
+                Some(other) => {
+                    count_write(&tel, &name, other.result());
+                    warn!(target = %name, "Opening offer not confirmed ({}); retrying in the background", describe(&other));
+                    lock(&shared).pending = Some(p.start);
+                    let _ = desired_tx.send(Some(p.start));
+                }
+                None => {}
+            }
+        }
+
+        let started = Instant::now();
+        let mut ticker = tokio::time::interval(self.config.window);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let window_secs = self.config.window.as_secs_f64();
+        let mut last_outside: Option<f64> = None;
+
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = ticker.tick() => {}
+            }
+            let t0 = Instant::now();
+            let (signal, committed) = tokio::join!(self.source.read(), self.read_committed());
+            tel.metrics
+                .read_duration
+                .get_or_create(&label(&name))
+                .observe(t0.elapsed().as_secs_f64());
+            let at = started.elapsed().as_secs_f64();
+
+            let counters = match signal {
+                Ok(c) => c,
+                Err(e) => {
+                    self.signal_error(&gov, &e.to_string(), e.error_type(), at);
+                    continue;
+                }
+            };
+            // The committed offer: from the read-back, or the signal's gauge.
+            let committed = match committed {
+                Some(Ok(v)) => Some(v),
+                Some(Err(e)) => {
+                    count_control_error(&tel, &name, &e);
+                    warn!(target = %name, error = %e, "Cannot read the committed offer; stepping from the last known value");
+                    None
+                }
+                None => counters.offer,
+            };
+            if let Some(c) = committed {
+                let writer_idle = lock(&shared).pending.is_none();
+                let cur = gov.state().current;
+                if self.dry_run {
+                    gov.set_current(c);
+                } else if writer_idle && !self.actuator.matches(c, cur) {
+                    if last_outside != Some(c) {
+                        info!(target = %name, from = cur, to = c,
+                            "{name}: the {knob} was changed from outside ({} -> {}); stepping from the new value",
+                            offer(knob, cur), offer(knob, c));
+                        tel.metrics
+                            .outside_changes
+                            .get_or_create(&label(&name))
+                            .inc();
+                        last_outside = Some(c);
+                    }
+                    gov.set_current(c);
+                }
+            }
+
+            let had_baseline = gov_has_baseline(&mut gov);
+            let outcome = match gov.observe(counters.reading(at)) {
+                Ok(o) => o,
+                Err(e) => {
+                    self.signal_error(&gov, &e.to_string(), e.error_type(), at);
+                    continue;
+                }
+            };
+            if !had_baseline {
+                tel.update(&name, |s| s.has_baseline = true);
+            }
+            tel.metrics.signal_up.get_or_create(&label(&name)).set(1.0);
+            self.export(&outcome, at, window_secs);
+
+            if outcome.memory_cleared {
+                log_memory_clear(&name, knob, outcome.from);
+            }
+            if outcome.is_movement() {
+                log_movement(&name, knob, &outcome, window_secs, self.dry_run);
+                if !self.dry_run {
+                    lock(&shared).pending = Some(outcome.to);
+                    tel.update(&name, |s| s.pending_write = Some(outcome.to));
+                    let _ = desired_tx.send(Some(outcome.to));
+                }
+            }
+        }
+
+        // Shutdown: let an in-flight write finish within a bound, then on_exit.
+        let grace = Duration::from_secs(2).max(self.config.window);
+        writer_cancel.cancel();
+        if tokio::time::timeout(grace, writer).await.is_err() {
+            warn!(target = %name, "In-flight write abandoned at shutdown");
+        }
+        let exit_value = match self.config.on_exit {
+            OnExit::Leave => None,
+            OnExit::Floor => Some(p.floor),
+            OnExit::Start => Some(p.start),
+        };
+        if let (Some(v), false) = (exit_value, self.dry_run) {
+            match tokio::time::timeout(grace, self.actuator.write_confirmed(v)).await {
+                Ok(WriteOutcome::Confirmed { .. }) => {
+                    count_write(&tel, &name, "confirmed");
+                    info!(target = %name, "On exit: left the {knob} at {}", offer(knob, v));
+                }
+                Ok(other) => {
+                    count_write(&tel, &name, other.result());
+                    warn!(target = %name, "On exit: writing {} failed: {}", offer(knob, v), describe(&other));
+                }
+                Err(_) => warn!(target = %name, "On exit: writing {} timed out", offer(knob, v)),
+            }
+        }
+    }
+
+    /// Reads the committed offer when a separate read-back is configured.
+    async fn read_committed(&self) -> Option<Result<f64, ControlError>> {
+        if self.actuator_reads_signal() {
+            None
+        } else {
+            Some(self.actuator.committed().await)
+        }
+    }
+
+    fn actuator_reads_signal(&self) -> bool {
+        let crate::config::ControlConfig::Http(h) = &self.config.control;
+        h.read_back.is_none()
+    }
+
+    /// A window without a valid signal: counted, logged, and never a movement.
+    fn signal_error(&self, gov: &ThrottleGovernor, msg: &str, error_type: &'static str, at: f64) {
+        let name = &self.config.name;
+        let tel = &self.telemetry;
+        tel.metrics
+            .signal_errors
+            .get_or_create(&ErrorLabels {
+                target: name.clone(),
+                error_type,
+            })
+            .inc();
+        tel.metrics.signal_up.get_or_create(&label(name)).set(0.0);
+        warn!(target = %name, error_type, "Signal error, holding: {msg}");
+        let hold = gov.hold(HoldReason::SignalError, None, false);
+        self.export(&hold, at, self.config.window.as_secs_f64());
+        tel.update(name, |s| {
+            s.last_error = Some(format!("{error_type}: {msg}"))
+        });
+    }
+
+    /// Updates metrics, status and history for one outcome.
+    fn export(&self, o: &Outcome, at: f64, window_secs: f64) {
+        let name = &self.config.name;
+        let m = &self.telemetry.metrics;
+        let l = label(name);
+        let (mode, reason) = (
+            o.mode.map(|m| m.as_str()).unwrap_or("none"),
+            o.reason.map(|r| r.as_str()).unwrap_or("none"),
+        );
+        m.decisions
+            .get_or_create(&DecisionLabels {
+                target: name.clone(),
+                decision: o.decision_str(),
+                mode,
+                reason,
+            })
+            .inc();
+        if o.reason == Some(HoldReason::CounterReset) {
+            m.counter_resets.get_or_create(&l).inc();
+            warn!(target = %name, "Counter reset: the tool's counters went down (restart?); window discarded, baseline rebased");
+        }
+        if o.memory_cleared {
+            m.memory_clears.get_or_create(&l).inc();
+        }
+        m.last_bad
+            .get_or_create(&l)
+            .set(o.last_bad.unwrap_or(f64::NAN));
+        m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
+        m.offer.get_or_create(&l).set(o.from);
+        let sig = o.signal;
+        if let Some(s) = sig {
+            m.window_attempts.get_or_create(&l).set(s.attempts);
+            m.window_failures.get_or_create(&l).set(s.failures);
+            m.attempts.get_or_create(&l).inc_by(s.attempts);
+            m.failures.get_or_create(&l).inc_by(s.failures);
+            if let Some(f) = s.frac {
+                m.failure_ratio.get_or_create(&l).set(f);
+            }
+        }
+        let label_str = o
+            .mode
+            .map(|m| m.as_str())
+            .or(o.reason.map(|r| r.as_str()))
+            .unwrap_or("");
+        let valid = o.reason != Some(HoldReason::SignalError);
+        self.telemetry.update(name, |st| {
+            st.offer = o.from;
+            st.last_bad = o.last_bad;
+            st.clean_streak = o.clean_streak;
+            if let Some(f) = sig.and_then(|s| s.frac) {
+                st.last_frac = Some(f);
+            }
+            st.last_decision = Some(o.decision_str());
+            st.last_label = Some(label_str);
+            if valid {
+                st.last_error = None;
+                st.windows += 1;
+            }
+        });
+        self.telemetry.record(
+            name,
+            WindowRecord {
+                time_secs: at,
+                offer: o.from,
+                attempts: sig.map(|s| s.attempts),
+                failures: sig.map(|s| s.failures),
+                frac: sig.and_then(|s| s.frac),
+                window_secs: sig.map(|_| window_secs),
+                decision: o.decision_str(),
+                to: o.to,
+                label: label_str,
+            },
+        );
+    }
+}
+
+fn gov_has_baseline(gov: &mut ThrottleGovernor) -> bool {
+    gov.window_mut().baseline().is_some()
+}
+
+/// The writer task: takes the latest desired value and confirms it.
+async fn writer_loop(
+    name: String,
+    actuator: Actuator,
+    mut desired: watch::Receiver<Option<f64>>,
+    shared: Arc<std::sync::Mutex<WriterShared>>,
+    tel: Arc<Telemetry>,
+    cancel: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            changed = desired.changed() => if changed.is_err() { return },
+            _ = cancel.cancelled() => return,
+        }
+        let Some(value) = *desired.borrow_and_update() else {
+            continue;
+        };
+        let t0 = Instant::now();
+        let outcome = actuator.write_confirmed(value).await;
+        tel.metrics
+            .write_duration
+            .get_or_create(&label(&name))
+            .observe(t0.elapsed().as_secs_f64());
+        count_write(&tel, &name, outcome.result());
+        {
+            let mut s = lock(&shared);
+            if s.pending == Some(value) {
+                s.pending = None;
+            }
+            if let WriteOutcome::Confirmed { .. } = outcome {
+                s.last_confirmed = Some(value);
+            }
+        }
+        tel.update(&name, |s| {
+            if s.pending_write == Some(value) {
+                s.pending_write = None;
+            }
+        });
+        match &outcome {
+            WriteOutcome::Confirmed { .. } => {}
+            WriteOutcome::Failed(e) => {
+                count_control_error(&tel, &name, e);
+                warn!(target = %name, error_type = e.error_type(), "Write of {value} failed: {e}");
+                tel.update(&name, |s| s.last_error = Some(format!("write failed: {e}")));
+            }
+            WriteOutcome::Unconfirmed { .. } => {
+                warn!(target = %name, "Write of {value} not confirmed: {}", describe(&outcome));
+                tel.update(&name, |s| {
+                    s.last_error = Some(format!("write unconfirmed: {}", describe(&outcome)))
+                });
+            }
+        }
+    }
+}
+
+fn count_write(tel: &Telemetry, name: &str, result: &'static str) {
+    tel.metrics
+        .writes
+        .get_or_create(&WriteLabels {
+            target: name.to_string(),
+            result,
+        })
+        .inc();
+}
+
+fn count_control_error(tel: &Telemetry, name: &str, e: &ControlError) {
+    tel.metrics
+        .control_errors
+        .get_or_create(&ErrorLabels {
+            target: name.to_string(),
+            error_type: e.error_type(),
+        })
+        .inc();
+}
+
+fn describe(o: &WriteOutcome) -> String {
+    match o {
+        WriteOutcome::Confirmed { attempts } => format!("confirmed after {attempts} write(s)"),
+        WriteOutcome::Failed(e) => format!("failed: {e}"),
+        WriteOutcome::Unconfirmed {
+            committed: Some(c), ..
+        } => {
+            format!("the tool still reports {c}")
+        }
+        WriteOutcome::Unconfirmed { error: Some(e), .. } => format!("read-back failed: {e}"),
+        WriteOutcome::Unconfirmed { .. } => "no read-back".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_names_the_outcome() {
+        assert!(describe(&WriteOutcome::Confirmed { attempts: 1 }).contains("confirmed"));
+        assert!(describe(&WriteOutcome::Unconfirmed {
+            committed: Some(3.0),
+            error: None
+        })
+        .contains("still reports 3"));
+    }
+}

@@ -1,0 +1,112 @@
+//! Logging: setup, and the one line per movement that names the signal.
+//!
+//! Why it exists: nothing may move silently. Every Up, Down and memory clear
+//! logs exactly one line a person can read ("checkout: failures 7% (7/100
+//! over 2s) > high 5%; concurrency 100 -> 90, backing-off") with the same
+//! facts as structured fields (`target`, `frac`, `failures`, `attempts`,
+//! `window_secs`, `from`, `to`, `mode`) for machines.
+
+use clap::ValueEnum;
+use tracing::info;
+
+use crate::governor::{pct, Control, Outcome};
+
+/// `--log-format`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Installs the global subscriber; `RUST_LOG` overrides the default `info`.
+pub fn init(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let result = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    // A second init (tests, embedding) keeps the first subscriber.
+    let _ = result;
+}
+
+/// Formats a value of the knob: integers without decimals.
+pub fn offer(knob: Control, v: f64) -> String {
+    if !v.is_finite() {
+        return if v > 0.0 {
+            "unbounded".into()
+        } else {
+            v.to_string()
+        };
+    }
+    if knob.is_integer() || v.fract() == 0.0 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+/// The human text of one movement (also used by `demo` and tests).
+pub fn movement_line(name: &str, knob: Control, o: &Outcome, window_secs: f64) -> String {
+    let sig = o.signal.as_ref();
+    let frac = sig.and_then(|s| s.frac).unwrap_or(0.0);
+    let (f, n) = sig.map(|s| (s.failures, s.attempts)).unwrap_or((0.0, 0.0));
+    let threshold = sig
+        .and_then(|s| s.threshold)
+        .map(|t| format!(" {t}"))
+        .unwrap_or_default();
+    format!(
+        "{name}: attempt failures {} ({}/{} over {:.1}s){threshold}; {knob} {} -> {}, {}",
+        pct(frac),
+        f,
+        n,
+        window_secs,
+        offer(knob, o.from),
+        offer(knob, o.to),
+        o.mode.map(|m| m.as_str()).unwrap_or("hold"),
+    )
+}
+
+/// Logs one movement line with its structured fields.
+pub fn log_movement(name: &str, knob: Control, o: &Outcome, window_secs: f64, dry_run: bool) {
+    let sig = o.signal.as_ref();
+    let line = movement_line(name, knob, o, window_secs);
+    let line = if dry_run {
+        format!("{line} (dry run: not written)")
+    } else {
+        line
+    };
+    info!(
+        target = name,
+        frac = sig.and_then(|s| s.frac).unwrap_or(0.0),
+        failures = sig.map(|s| s.failures).unwrap_or(0.0),
+        attempts = sig.map(|s| s.attempts).unwrap_or(0.0),
+        window_secs,
+        from = o.from,
+        to = o.to,
+        mode = o.mode.map(|m| m.as_str()).unwrap_or("hold"),
+        knob = knob.as_str(),
+        "{line}"
+    );
+}
+
+/// Logs the one line of a memory clear.
+pub fn log_memory_clear(name: &str, knob: Control, at: f64) {
+    info!(
+        target = name,
+        offer = at,
+        "{name}: congestion memory cleared after {} clean windows at {} {knob}; slow start resumes",
+        crate::governor::MEMORY_CLEAR_STREAK,
+        offer(knob, at)
+    );
+}

@@ -1,0 +1,378 @@
+//! The controller's own metrics, in Prometheus naming conventions.
+//!
+//! Why this shape: every series carries a `target` label (never
+//! `instance`, which Prometheus owns), every other label is bounded
+//! (`decision`, `mode`, `reason`, `error_type`, `result`: fixed vocabularies,
+//! never raw messages), names are `throttle_<name>_<unit>` in base units,
+//! and counters end in `_total`. `throttle_last_bad` is NaN while a target
+//! has no congestion memory (the series stays present so dashboards and
+//! alerts can rely on it).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+type GaugeF = Gauge<f64, AtomicU64>;
+type CounterF = Counter<f64, AtomicU64>;
+
+/// `{target}`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabel {
+    /// The target's configured name.
+    pub target: String,
+}
+
+/// `{target, decision, mode, reason}`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DecisionLabels {
+    /// The target's configured name.
+    pub target: String,
+    /// `up`, `down` or `hold`.
+    pub decision: &'static str,
+    /// The movement's mode, or `none` on hold.
+    pub mode: &'static str,
+    /// The hold reason, or `none` on a movement.
+    pub reason: &'static str,
+}
+
+/// `{target, error_type}`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    /// The target's configured name.
+    pub target: String,
+    /// A bounded error class.
+    pub error_type: &'static str,
+}
+
+/// `{target, result}`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    /// The target's configured name.
+    pub target: String,
+    /// `confirmed`, `failed` or `unconfirmed`.
+    pub result: &'static str,
+}
+
+/// `{version}`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    /// The crate version.
+    pub version: &'static str,
+}
+
+fn duration_histogram() -> Histogram {
+    // 0.5 ms .. ~8 s
+    Histogram::new(exponential_buckets(0.0005, 2.0, 15))
+}
+
+/// Every exported metric family.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// `throttle_offer`
+    pub offer: Family<TargetLabel, GaugeF>,
+    /// `throttle_ceiling`
+    pub ceiling: Family<TargetLabel, GaugeF>,
+    /// `throttle_floor`
+    pub floor: Family<TargetLabel, GaugeF>,
+    /// `throttle_failure_bound_ratio` (= high)
+    pub failure_bound: Family<TargetLabel, GaugeF>,
+    /// `throttle_last_bad` (NaN while there is no memory)
+    pub last_bad: Family<TargetLabel, GaugeF>,
+    /// `throttle_attempt_failure_ratio`
+    pub failure_ratio: Family<TargetLabel, GaugeF>,
+    /// `throttle_window_attempts`
+    pub window_attempts: Family<TargetLabel, GaugeF>,
+    /// `throttle_window_failures`
+    pub window_failures: Family<TargetLabel, GaugeF>,
+    /// `throttle_attempts_total`
+    pub attempts: Family<TargetLabel, CounterF>,
+    /// `throttle_attempt_failures_total`
+    pub failures: Family<TargetLabel, CounterF>,
+    /// `throttle_decisions_total`
+    pub decisions: Family<DecisionLabels, Counter>,
+    /// `throttle_memory_clears_total`
+    pub memory_clears: Family<TargetLabel, Counter>,
+    /// `throttle_clean_streak`
+    pub clean_streak: Family<TargetLabel, GaugeF>,
+    /// `throttle_signal_resets_total` (counter resets in the tool)
+    pub counter_resets: Family<TargetLabel, Counter>,
+    /// `throttle_signal_errors_total`
+    pub signal_errors: Family<ErrorLabels, Counter>,
+    /// `throttle_signal_up` (1 when the last window had a valid signal)
+    pub signal_up: Family<TargetLabel, GaugeF>,
+    /// `throttle_control_writes_total`
+    pub writes: Family<WriteLabels, Counter>,
+    /// `throttle_control_errors_total`
+    pub control_errors: Family<ErrorLabels, Counter>,
+    /// `throttle_outside_changes_total`
+    pub outside_changes: Family<TargetLabel, Counter>,
+    /// `throttle_signal_read_duration_seconds`
+    pub read_duration: Family<TargetLabel, Histogram>,
+    /// `throttle_control_write_duration_seconds`
+    pub write_duration: Family<TargetLabel, Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every family.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let m = Metrics {
+            offer: Family::default(),
+            ceiling: Family::default(),
+            floor: Family::default(),
+            failure_bound: Family::default(),
+            last_bad: Family::default(),
+            failure_ratio: Family::default(),
+            window_attempts: Family::default(),
+            window_failures: Family::default(),
+            attempts: Family::default(),
+            failures: Family::default(),
+            decisions: Family::default(),
+            memory_clears: Family::default(),
+            clean_streak: Family::default(),
+            counter_resets: Family::default(),
+            signal_errors: Family::default(),
+            signal_up: Family::default(),
+            writes: Family::default(),
+            control_errors: Family::default(),
+            outside_changes: Family::default(),
+            read_duration: Family::new_with_constructor(duration_histogram),
+            write_duration: Family::new_with_constructor(duration_histogram),
+            registry: Registry::default(),
+        };
+        let build: Family<BuildLabels, GaugeF> = Family::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1.0);
+        registry.register("throttle_build_info", "Build information; always 1", build);
+        registry.register(
+            "throttle_offer",
+            "The committed offer (concurrency or rate) in effect at the tool",
+            m.offer.clone(),
+        );
+        registry.register(
+            "throttle_ceiling",
+            "The authored offer: the ceiling of the governed knob",
+            m.ceiling.clone(),
+        );
+        registry.register(
+            "throttle_floor",
+            "The offer never goes below this",
+            m.floor.clone(),
+        );
+        registry.register(
+            "throttle_failure_bound_ratio",
+            "The declared failure bound (high): back off above it",
+            m.failure_bound.clone(),
+        );
+        registry.register(
+            "throttle_last_bad",
+            "The offer at which congestion was last seen; NaN while there is no congestion memory",
+            m.last_bad.clone(),
+        );
+        registry.register(
+            "throttle_attempt_failure_ratio",
+            "Failed attempts divided by resolved attempts over the last window",
+            m.failure_ratio.clone(),
+        );
+        registry.register(
+            "throttle_window_attempts",
+            "Resolved attempts in the last window",
+            m.window_attempts.clone(),
+        );
+        registry.register(
+            "throttle_window_failures",
+            "Failed attempts in the last window",
+            m.window_failures.clone(),
+        );
+        registry.register(
+            "throttle_attempts",
+            "Resolved attempts observed, summed over windows",
+            m.attempts.clone(),
+        );
+        registry.register(
+            "throttle_attempt_failures",
+            "Failed attempts observed, summed over windows",
+            m.failures.clone(),
+        );
+        registry.register(
+            "throttle_decisions",
+            "Governor decisions by decision, mode and hold reason",
+            m.decisions.clone(),
+        );
+        registry.register(
+            "throttle_memory_clears",
+            "Times the congestion memory (last_bad) cleared after clean windows",
+            m.memory_clears.clone(),
+        );
+        registry.register(
+            "throttle_clean_streak",
+            "Consecutive clean windows at or above last_bad",
+            m.clean_streak.clone(),
+        );
+        registry.register(
+            "throttle_signal_resets",
+            "Resets seen in the tool's counters (window discarded, baseline rebased)",
+            m.counter_resets.clone(),
+        );
+        registry.register(
+            "throttle_signal_errors",
+            "Signal reads or windows that failed, by error type",
+            m.signal_errors.clone(),
+        );
+        registry.register(
+            "throttle_signal_up",
+            "1 when the last window had a valid signal, else 0",
+            m.signal_up.clone(),
+        );
+        registry.register(
+            "throttle_control_writes",
+            "Offer writes by result: confirmed, failed or unconfirmed",
+            m.writes.clone(),
+        );
+        registry.register(
+            "throttle_control_errors",
+            "Errors while writing or reading back the offer, by error type",
+            m.control_errors.clone(),
+        );
+        registry.register(
+            "throttle_outside_changes",
+            "Times the committed offer was changed by another writer",
+            m.outside_changes.clone(),
+        );
+        registry.register(
+            "throttle_signal_read_duration_seconds",
+            "Time to read the signal once",
+            m.read_duration.clone(),
+        );
+        registry.register(
+            "throttle_control_write_duration_seconds",
+            "Time from write start to confirmation or failure",
+            m.write_duration.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// Sets the static gauges of one target.
+    pub fn init_target(&self, target: &str, floor: f64, ceiling: f64, high: f64, start: f64) {
+        let l = label(target);
+        self.floor.get_or_create(&l).set(floor);
+        self.ceiling.get_or_create(&l).set(ceiling);
+        self.failure_bound.get_or_create(&l).set(high);
+        self.offer.get_or_create(&l).set(start);
+        self.last_bad.get_or_create(&l).set(f64::NAN);
+        self.clean_streak.get_or_create(&l).set(0.0);
+        self.signal_up.get_or_create(&l).set(0.0);
+        // Counters start at 0 so that rate() and alerts see them from the start.
+        self.attempts.get_or_create(&l).inc_by(0.0);
+        self.failures.get_or_create(&l).inc_by(0.0);
+        self.memory_clears.get_or_create(&l).inc_by(0);
+        self.counter_resets.get_or_create(&l).inc_by(0);
+        self.outside_changes.get_or_create(&l).inc_by(0);
+        for result in ["confirmed", "failed", "unconfirmed"] {
+            self.writes
+                .get_or_create(&WriteLabels {
+                    target: target.to_string(),
+                    result,
+                })
+                .inc_by(0);
+        }
+    }
+
+    /// Removes every series of one target (when it is removed from the config).
+    pub fn remove_target(&self, target: &str) {
+        let l = label(target);
+        for f in [
+            &self.offer,
+            &self.ceiling,
+            &self.floor,
+            &self.failure_bound,
+            &self.last_bad,
+            &self.failure_ratio,
+            &self.window_attempts,
+            &self.window_failures,
+            &self.clean_streak,
+            &self.signal_up,
+        ] {
+            f.remove(&l);
+        }
+        self.attempts.remove(&l);
+        self.failures.remove(&l);
+        self.memory_clears.remove(&l);
+        self.counter_resets.remove(&l);
+        self.outside_changes.remove(&l);
+        self.read_duration.remove(&l);
+        self.write_duration.remove(&l);
+    }
+
+    /// The exposition as OpenMetrics 1.0 text, ending in `# EOF`.
+    pub fn encode_openmetrics(&self) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// The exposition as Prometheus text 0.0.4, which every scraper and
+    /// `promtool check metrics` read.
+    pub fn encode(&self) -> String {
+        openmetrics_to_prometheus(&self.encode_openmetrics())
+    }
+}
+
+/// Rewrites OpenMetrics text as Prometheus text 0.0.4.
+///
+/// The two differ only in metadata here: OpenMetrics names a counter family
+/// without `_total` (`# TYPE x counter`, samples `x_total`), has `# UNIT`
+/// and ends in `# EOF`; 0.0.4 names the family after its samples.
+pub fn openmetrics_to_prometheus(text: &str) -> String {
+    let counters: std::collections::HashSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = line
+            .strip_prefix("# HELP ")
+            .map(|r| ("# HELP ", r))
+            .or_else(|| line.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
+        if let Some((prefix, rest)) = meta {
+            let name = rest.split(' ').next().unwrap_or("");
+            if counters.contains(name) {
+                out.push_str(prefix);
+                out.push_str(name);
+                out.push_str("_total");
+                out.push_str(&rest[name.len()..]);
+                out.push('\n');
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The `{target}` label set.
+pub fn label(target: &str) -> TargetLabel {
+    TargetLabel {
+        target: target.to_string(),
+    }
+}

@@ -1,0 +1,150 @@
+//! Telemetry: what the controller tells people about itself.
+//!
+//! Why it exists: the governor's decisions are a measurement, so they must be
+//! visible: exported metrics for Prometheus and Grafana ([`metrics`]), a small
+//! HTTP server with `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`
+//! ([`server`]), one log line per movement ([`logging`]), and the per-target
+//! state and window history that the API and the capacity report read
+//! ([`TargetStatus`], [`WindowRecord`]).
+//!
+//! What it may touch: its own listener and the log output. It never decides
+//! and never writes to a load tool.
+
+pub mod logging;
+pub mod metrics;
+pub mod server;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+pub use metrics::Metrics;
+
+/// Windows of history kept per target for the report (about 5.5 hours at 2 s).
+pub const HISTORY_LIMIT: usize = 10_000;
+
+/// One window, as recorded for reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowRecord {
+    /// Seconds since the target's loop started.
+    pub time_secs: f64,
+    /// The committed offer the window ran at.
+    pub offer: f64,
+    /// Resolved attempts (null without a valid window).
+    pub attempts: Option<f64>,
+    /// Failed attempts (null without a valid window).
+    pub failures: Option<f64>,
+    /// Attempt-failure fraction (null without traffic).
+    pub frac: Option<f64>,
+    /// The window's length in seconds.
+    pub window_secs: Option<f64>,
+    /// `up`, `down` or `hold`.
+    pub decision: &'static str,
+    /// The offer after the decision.
+    pub to: f64,
+    /// The mode or hold reason.
+    pub label: &'static str,
+}
+
+/// The live state of one target, for `/api/v1/targets`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetStatus {
+    /// The target's name.
+    pub name: String,
+    /// `concurrency` or `rate`.
+    pub knob: &'static str,
+    /// The committed offer as the governor knows it.
+    pub offer: f64,
+    /// The floor.
+    pub floor: f64,
+    /// The ceiling (null when unbounded).
+    pub ceiling: Option<f64>,
+    /// The failure bound.
+    pub high: f64,
+    /// The clean threshold.
+    pub low: f64,
+    /// The congestion memory.
+    pub last_bad: Option<f64>,
+    /// The clean streak.
+    pub clean_streak: u32,
+    /// The last window's fraction.
+    pub last_frac: Option<f64>,
+    /// The last decision (`up`, `down`, `hold`).
+    pub last_decision: Option<&'static str>,
+    /// The last decision's mode or hold reason.
+    pub last_label: Option<&'static str>,
+    /// The last signal or control error (cleared by a good window).
+    pub last_error: Option<String>,
+    /// Whether the baseline reading is set.
+    pub has_baseline: bool,
+    /// Windows decided so far.
+    pub windows: u64,
+    /// A write in flight, if any.
+    pub pending_write: Option<f64>,
+    /// Whether this target runs without writing.
+    pub dry_run: bool,
+}
+
+/// Metrics, status and history shared by every target task and the server.
+#[derive(Debug, Default)]
+pub struct Telemetry {
+    /// Exported metrics.
+    pub metrics: Metrics,
+    status: Mutex<BTreeMap<String, TargetStatus>>,
+    history: Mutex<BTreeMap<String, Vec<WindowRecord>>>,
+}
+
+impl Telemetry {
+    /// Registers a target's initial status.
+    pub fn register(&self, status: TargetStatus) {
+        lock(&self.history).insert(status.name.clone(), Vec::new());
+        lock(&self.status).insert(status.name.clone(), status);
+    }
+
+    /// Removes a target's status, history and series.
+    pub fn unregister(&self, name: &str) {
+        lock(&self.status).remove(name);
+        lock(&self.history).remove(name);
+        self.metrics.remove_target(name);
+    }
+
+    /// Updates a target's status in place.
+    pub fn update(&self, name: &str, f: impl FnOnce(&mut TargetStatus)) {
+        if let Some(s) = lock(&self.status).get_mut(name) {
+            f(s);
+        }
+    }
+
+    /// Appends one window to a target's history (bounded).
+    pub fn record(&self, name: &str, record: WindowRecord) {
+        if let Some(h) = lock(&self.history).get_mut(name) {
+            if h.len() >= HISTORY_LIMIT {
+                h.remove(0);
+            }
+            h.push(record);
+        }
+    }
+
+    /// A snapshot of every target's status.
+    pub fn statuses(&self) -> Vec<TargetStatus> {
+        lock(&self.status).values().cloned().collect()
+    }
+
+    /// A snapshot of one target's history.
+    pub fn history(&self, name: &str) -> Vec<WindowRecord> {
+        lock(&self.history).get(name).cloned().unwrap_or_default()
+    }
+
+    /// Whether every registered target has a baseline.
+    pub fn ready(&self) -> bool {
+        let s = lock(&self.status);
+        !s.is_empty() && s.values().all(|t| t.has_baseline)
+    }
+}
+
+/// Locks a mutex, recovering the data if a holder panicked (the data are
+/// plain status values, always consistent between statements).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,87 @@
+//! The controller's own HTTP server: `/metrics`, `/healthz`, `/readyz`,
+//! `/api/v1/targets`.
+//!
+//! Why it exists: Prometheus scrapes the decisions, orchestrators probe
+//! health and readiness, and people ask "what is each target doing?". It is
+//! read-only: nothing here can change an offer.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+use super::Telemetry;
+
+/// The content type of OpenMetrics text, which `prometheus-client` emits.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The router, for tests and for embedding.
+pub fn router(telemetry: Arc<Telemetry>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/api/v1/targets", get(targets))
+        .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
+        .with_state(telemetry)
+}
+
+/// Serves until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    telemetry: Arc<Telemetry>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(telemetry))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The content type of Prometheus text 0.0.4.
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Serves OpenMetrics when the scraper asks for it, else Prometheus text.
+async fn metrics(State(t): State<Arc<Telemetry>>, headers: axum::http::HeaderMap) -> Response {
+    let wants_openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    if wants_openmetrics {
+        (
+            [(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)],
+            t.metrics.encode_openmetrics(),
+        )
+            .into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE)],
+            t.metrics.encode(),
+        )
+            .into_response()
+    }
+}
+
+async fn readyz(State(t): State<Arc<Telemetry>>) -> Response {
+    if t.ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: some targets have no baseline reading yet\n",
+        )
+            .into_response()
+    }
+}
+
+async fn targets(State(t): State<Arc<Telemetry>>) -> Response {
+    Json(serde_json::json!({ "targets": t.statuses() })).into_response()
+}
+
+/// How long the server may take to finish in-flight requests at shutdown.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);

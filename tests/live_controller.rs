@@ -1,0 +1,265 @@
+//! The live controller over real sockets: a fake load tool with a known
+//! capacity on 127.0.0.1, the real supervisor, real HTTP both ways.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{get_text, target_status, FakeTool};
+use throttle_governor::config::Config;
+use throttle_governor::supervisor::{self, RunOptions};
+
+fn config(server: &str, targets: &str) -> Config {
+    Config::parse(&format!("[server]\nlisten = \"{server}\"\n{targets}")).unwrap()
+}
+
+async fn wait_for<F, Fut>(limit: Duration, mut f: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn climbs_backs_off_and_settles_near_capacity() {
+    let tool = FakeTool::start(40.0, 100.0).await;
+    let cfg = config("127.0.0.1:0", &tool.target_toml("checkout", 200, 100, ""));
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+
+    // The opening offer (start = floor = 1) is published before any window.
+    assert!(
+        wait_for(Duration::from_secs(3), || async { tool.workers() == 1.0 }).await,
+        "the opening offer was not published; tool at {}",
+        tool.workers()
+    );
+
+    // Climb by doubling, cross capacity, back off, record last_bad.
+    let mut offers = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut backed_off = false;
+    while Instant::now() < deadline {
+        let w = tool.workers();
+        if offers.last() != Some(&w) {
+            offers.push(w);
+        }
+        let st = target_status(ctl, "checkout").await;
+        if st["last_bad"].is_number() && w <= 50.0 {
+            backed_off = true;
+        }
+        if backed_off && offers.len() > 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(backed_off, "never backed off; offers {offers:?}");
+    let doubling: Vec<f64> = offers.iter().copied().take_while(|w| *w <= 64.0).collect();
+    assert!(
+        doubling.starts_with(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
+        "slow start did not double from 1: {offers:?}"
+    );
+    let peak = offers.iter().copied().fold(0.0, f64::max);
+    assert!(peak > 40.0, "never crossed capacity: {offers:?}");
+    let st = target_status(ctl, "checkout").await;
+    assert!(st["last_bad"].as_f64().unwrap() > 40.0, "last_bad {st}");
+
+    // Settle within ±25 % of capacity, and stay there.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        seen.push(tool.workers());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen.iter().all(|w| (30.0..=50.0).contains(w)),
+        "did not stay within ±25% of 40: {seen:?} (history {offers:?})"
+    );
+
+    // The exported metrics tell the same story.
+    let m = get_text(&format!("http://{ctl}/metrics")).await;
+    assert!(
+        m.contains(
+            "throttle_decisions_total{target=\"checkout\",decision=\"down\",mode=\"backing-off\""
+        ),
+        "{m}"
+    );
+    assert!(m.contains("throttle_control_writes_total{target=\"checkout\",result=\"confirmed\"}"));
+    running.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_writer_is_stepped_from() {
+    let tool = FakeTool::start(1000.0, 1.0).await;
+    let cfg = config("127.0.0.1:0", &tool.target_toml("ext", 100, 100, ""));
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    // Let it climb to the ceiling (100): 1,2,4,...,64,100.
+    assert!(
+        wait_for(Duration::from_secs(10), || async {
+            tool.workers() == 100.0
+        })
+        .await,
+        "never reached the ceiling: {}",
+        tool.workers()
+    );
+    // An operator sets 10 by hand; the governor must step from 10 (to 20),
+    // not fight back to 100.
+    tool.state.lock().unwrap().workers = 10.0;
+    let mut seen = Vec::new();
+    let ok = wait_for(Duration::from_secs(5), || {
+        let w = tool.workers();
+        seen.push(w);
+        async move { w == 20.0 }
+    })
+    .await;
+    assert!(ok, "did not step from the outside value 10 to 20: {seen:?}");
+    assert!(
+        !seen.contains(&100.0)
+            || seen.iter().position(|w| *w == 100.0) < seen.iter().position(|w| *w == 20.0)
+    );
+    let m = get_text(&format!("http://{}/metrics", running.addr)).await;
+    assert!(
+        m.contains("throttle_outside_changes_total{target=\"ext\"} 1"),
+        "{m}"
+    );
+    running.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_never_writes() {
+    let tool = FakeTool::start(40.0, 7.0).await;
+    let cfg = config("127.0.0.1:0", &tool.target_toml("dry", 200, 100, ""));
+    let running = supervisor::start(&cfg, RunOptions { dry_run: true }, None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    assert!(
+        wait_for(Duration::from_secs(5), || async {
+            target_status(ctl, "dry").await["windows"]
+                .as_u64()
+                .unwrap_or(0)
+                >= 5
+        })
+        .await
+    );
+    // It decided (would climb from the tool's 7 to 14) but never wrote.
+    let st = target_status(ctl, "dry").await;
+    assert_eq!(st["last_decision"], "up", "{st}");
+    assert_eq!(tool.writes(), 0);
+    assert_eq!(tool.workers(), 7.0);
+    running.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_exit_floor_is_written_at_shutdown() {
+    let tool = FakeTool::start(1000.0, 1.0).await;
+    let cfg = config(
+        "127.0.0.1:0",
+        &tool
+            .target_toml("bye", 50, 100, "on_exit = \"floor\"\nfloor = 3\nstart = 5")
+            .replace("floor = 1\n", ""),
+    );
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(5), || async { tool.workers() >= 20.0 }).await);
+    running.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(
+        tool.workers(),
+        3.0,
+        "on_exit = floor did not write the floor"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_waits_for_baseline_and_metrics_pass_promtool() {
+    let tool = FakeTool::start(40.0, 1.0).await;
+    let cfg = config("127.0.0.1:0", &tool.target_toml("ready", 100, 100, ""));
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    let client = reqwest::Client::new();
+    assert_eq!(
+        client
+            .get(format!("http://{ctl}/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || async {
+            client
+                .get(format!("http://{ctl}/readyz"))
+                .send()
+                .await
+                .map(|r| r.status() == 200)
+                .unwrap_or(false)
+        })
+        .await,
+        "never ready"
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let text = get_text(&format!("http://{ctl}/metrics")).await;
+    for name in [
+        "throttle_offer",
+        "throttle_ceiling",
+        "throttle_floor",
+        "throttle_last_bad",
+        "throttle_attempt_failure_ratio",
+        "throttle_window_attempts",
+        "throttle_window_failures",
+        "throttle_attempts_total",
+        "throttle_attempt_failures_total",
+        "throttle_decisions_total",
+        "throttle_memory_clears_total",
+        "throttle_clean_streak",
+        "throttle_signal_resets_total",
+        "throttle_control_writes_total",
+        "throttle_signal_read_duration_seconds_bucket",
+        "throttle_control_write_duration_seconds_bucket",
+        "throttle_build_info",
+    ] {
+        assert!(text.contains(name), "{name} missing from /metrics:\n{text}");
+    }
+    if support::require_tool("promtool") {
+        let mut child = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && report.trim().is_empty(),
+            "promtool check metrics:\n{report}\n---\n{text}"
+        );
+    }
+    running.shutdown(Duration::from_secs(5)).await;
+}
