@@ -17,6 +17,8 @@
 //! | governor | [`governor`] | pure decision rules and per-target state |
 //! | control | `control` | where offers go: HTTP writes and read-back |
 //! | telemetry | `telemetry` | exported metrics, HTTP server, logging |
+//! | simulation | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 
 pub mod governor;
+pub mod sim;
 pub mod window;
