@@ -8,21 +8,32 @@
 //! tool's admin API (confirmed by read-back), and exports its own decisions.
 //!
 //! # Layout
-//! The pipeline, one module per stage:
+//! The pipeline, one module per stage, in the order data flows:
 //!
 //! | stage | module | what lives there |
 //! |---|---|---|
-//! | signal | `signal` | where counters come from: Prometheus scrape, tool adapters |
+//! | signal | [`signal`] | where counters come from: exposition parser, selectors, Prometheus scrape |
 //! | window | [`window`] | pure counter deltas, resets, fractions |
-//! | governor | [`governor`] | pure decision rules and per-target state |
-//! | control | `control` | where offers go: HTTP writes and read-back |
-//! | telemetry | `telemetry` | exported metrics, HTTP server, logging |
+//! | governor | [`governor`] | pure decision rules and per-target state (`GOVERNOR.md`) |
+//! | control | [`control`] | where offers go: HTTP writes, read-back, confirmation |
+//! | telemetry | [`telemetry`] | exported metrics, `/metrics` server, movement log |
+//!
+//! Around the pipeline:
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | [`config`] | the TOML config and its validation |
+//! | [`target`] | one target's loop: read → window → decide → write |
+//! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
+//! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
+//! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 
 pub mod config;
 pub mod control;
 pub mod governor;
 pub mod report;
 pub mod signal;
+pub mod sim;
 pub mod supervisor;
 pub mod target;
 pub mod telemetry;

@@ -1,0 +1,442 @@
+//! Target models: how a simulated target with a known capacity answers load.
+//!
+//! Why they exist: the governor's claims ("it finds the capacity at the
+//! declared failure bound, and does not collapse a fragile target") can only
+//! be checked against targets whose capacity is known exactly. Each model
+//! here is pure and deterministic (no clock, no I/O; randomness only from the
+//! seeded [`SplitMix64`]), so tests and benchmarks can cite these formulas and
+//! reproduce every number.
+//!
+//! # Units
+//! Time is counted in *ticks* (the caller decides how long one lasts). The
+//! *offer* `w` is the number of workers in a tick (an `f64 >= 0`); each worker
+//! makes `a` attempts per tick (`attempts_per_worker`). The capacity `C_t` is
+//! in workers, so the target can serve `C_t * a` attempts per tick. Write
+//! `x = w / C_t` for the load factor.
+//!
+//! Each tick the model resolves `n` attempts, of which `f` fail, and reports
+//! `TickResult { attempts: n, failures: f, capacity: C_t }`.
+//!
+//! # The models
+//! `p(x)` is the model's failure probability per attempt.
+//!
+//! | model | capacity `C_t` | failure probability `p` |
+//! |---|---|---|
+//! | `cliff` | `C` | `0` for `x <= 1`; else `1 - g/x` with goodput `g = max(0, 1 - 4 (x - 1))`: the served share of capacity falls by 4 C per C of excess, so goodput is 0 from `x = 1.25` |
+//! | `rejector` | `C` | `max(0, x - 1) / x`: exactly the excess is rejected, the capacity is still served |
+//! | `knee` | `C` | logistic `1 / (1 + exp(-25 (x - 1)))`: 0.67 % at `x = 0.8`, 7.6 % at 0.9, 50 % at 1, 92 % at 1.1 |
+//! | `step` | `C` for `t < T/3`, `C/2` for `T/3 <= t < 2T/3`, `C` after | as `rejector` |
+//! | `warming` | `C (1 + 2 min(t, T) / T)`: rises linearly from `C` to `3C` over the run, then stays | as `rejector` |
+//! | `noisy` | `C` | as `rejector`, plus 2 % background failures, always drawn binomially; the default `a = 1.5 / C`: 1.5 attempts per tick at capacity (about 30 per 2 s window at 100 ms ticks) |
+//! | `lagged` | `C` | as `rejector`, but failed attempts *resolve* one tick later (they count as attempts and failures in the next tick; successes resolve at once) |
+//! | `metastable` | `C`, or `C/2` for the 10 ticks after a heavy tick | as `rejector` on the total load; see below |
+//!
+//! Here `t` is the tick index (0 for the first tick), `T` is `run_ticks`.
+//!
+//! `metastable` in full: each tick the workers make `n_fresh = w a` fresh
+//! attempts and re-issue last tick's failed attempts as retries, at most
+//! `2 n_fresh` of them (a retry budget; the rest are abandoned). The total
+//! `n = n_fresh + retries` meets capacity `C_t a`, and the excess fails:
+//! `f = max(0, n - C_t a)`. A tick is *heavy* when `n > 1.5 C a` (nominal
+//! `C`); a heavy tick degrades the target to `C/2` for the next 10 ticks
+//! (re-armed by every heavy tick). So retries can keep the load heavy after
+//! the offer has fallen back below `C`, and only a deep back-off drains them.
+//!
+//! # Counting
+//! Attempt and failure counts are whole numbers. Without noise they are the
+//! expected values, rounded by *error diffusion*: the rounding remainder is
+//! carried into the next tick, so totals over any run are exact to within one
+//! and no tick sees a failure when `p = 0`. With `noise > 0` (and always for
+//! `noisy`), failures are drawn as `Binomial(n, p')` with the background
+//! folded in: `p' = 1 - (1 - p)(1 - noise)` (and a further `(1 - 0.02)` for
+//! `noisy`).
+
+use std::fmt;
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::rng::SplitMix64;
+
+/// Attempts per worker per tick, for every model but `noisy`.
+pub const DEFAULT_ATTEMPTS_PER_WORKER: f64 = 10.0;
+/// Default run length in ticks (5 minutes at 100 ms), for `step` and `warming`.
+pub const DEFAULT_RUN_TICKS: u64 = 3_000;
+/// Offers above this many workers are treated as this many.
+pub const MAX_OFFER: f64 = 1e12;
+
+/// `cliff`: capacity lost per unit of excess load factor.
+const CLIFF_SLOPE: f64 = 4.0;
+/// `knee`: steepness of the logistic in `x`.
+const KNEE_STEEPNESS: f64 = 25.0;
+/// `warming`: final capacity as a multiple of the initial one.
+const WARMING_FACTOR: f64 = 3.0;
+/// `noisy`: attempts per tick at an offer equal to capacity.
+const NOISY_ATTEMPTS_AT_CAPACITY: f64 = 1.5;
+/// `noisy`: background failure probability.
+const NOISY_BACKGROUND: f64 = 0.02;
+/// `metastable`: a tick is heavy above this multiple of nominal capacity.
+const METASTABLE_HEAVY: f64 = 1.5;
+/// `metastable`: ticks of degraded capacity after a heavy tick.
+const METASTABLE_DEGRADED_TICKS: u32 = 10;
+/// `metastable`: degraded capacity as a share of nominal capacity.
+const METASTABLE_DEGRADED_SHARE: f64 = 0.5;
+/// `metastable`: retries allowed per fresh attempt in a tick.
+const METASTABLE_RETRY_BUDGET: f64 = 2.0;
+
+/// Which target model to simulate. The formulas are in the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+#[value(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Fragile: goodput collapses past capacity.
+    Cliff,
+    /// Robust: the excess over capacity is cleanly rejected.
+    Rejector,
+    /// Failures rise smoothly (logistic) around capacity.
+    Knee,
+    /// Capacity halves at 1/3 of the run and recovers at 2/3.
+    Step,
+    /// Capacity rises linearly to 3x over the run.
+    Warming,
+    /// Tiny samples and 2 % background failures.
+    Noisy,
+    /// Failures resolve one tick after the overload that caused them.
+    Lagged,
+    /// Retries amplify failures; heavy overload degrades capacity for a while.
+    Metastable,
+}
+
+impl ModelKind {
+    /// Every model, in declaration order.
+    pub const ALL: [ModelKind; 8] = [
+        ModelKind::Cliff,
+        ModelKind::Rejector,
+        ModelKind::Knee,
+        ModelKind::Step,
+        ModelKind::Warming,
+        ModelKind::Noisy,
+        ModelKind::Lagged,
+        ModelKind::Metastable,
+    ];
+
+    /// The kebab-case name, as on the command line and in serde.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Cliff => "cliff",
+            ModelKind::Rejector => "rejector",
+            ModelKind::Knee => "knee",
+            ModelKind::Step => "step",
+            ModelKind::Warming => "warming",
+            ModelKind::Noisy => "noisy",
+            ModelKind::Lagged => "lagged",
+            ModelKind::Metastable => "metastable",
+        }
+    }
+
+    /// The default attempts per worker per tick for a target of `capacity`
+    /// workers: 10, or `1.5 / capacity` for `noisy` (tiny samples).
+    pub fn default_attempts_per_worker(self, capacity: f64) -> f64 {
+        match self {
+            ModelKind::Noisy if capacity > 0.0 => NOISY_ATTEMPTS_AT_CAPACITY / capacity,
+            _ => DEFAULT_ATTEMPTS_PER_WORKER,
+        }
+    }
+}
+
+impl fmt::Display for ModelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A target model's parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    /// Which model.
+    pub kind: ModelKind,
+    /// Nominal capacity `C`, in workers (finite, > 0).
+    pub capacity: f64,
+    /// Attempts each worker makes per tick (finite, > 0).
+    pub attempts_per_worker: f64,
+    /// Background failure probability per attempt, in [0, 1). When > 0,
+    /// failures are drawn binomially.
+    pub noise: f64,
+    /// Seed of the PRNG.
+    pub seed: u64,
+    /// Run length `T` in ticks (>= 1), for `step` and `warming`.
+    pub run_ticks: u64,
+}
+
+impl ModelConfig {
+    /// A config with the defaults: the kind's attempts per worker, no noise,
+    /// seed 1, [`DEFAULT_RUN_TICKS`].
+    pub fn new(kind: ModelKind, capacity: f64) -> Self {
+        ModelConfig {
+            kind,
+            capacity,
+            attempts_per_worker: kind.default_attempts_per_worker(capacity),
+            noise: 0.0,
+            seed: 1,
+            run_ticks: DEFAULT_RUN_TICKS,
+        }
+    }
+
+    /// Check every field; all problems are reported, not just the first.
+    pub fn validate(&self) -> Result<(), Vec<ModelError>> {
+        let mut errors = Vec::new();
+        if !(self.capacity.is_finite() && self.capacity > 0.0) {
+            errors.push(ModelError::Capacity(self.capacity));
+        }
+        if !(self.attempts_per_worker.is_finite() && self.attempts_per_worker > 0.0) {
+            errors.push(ModelError::AttemptsPerWorker(self.attempts_per_worker));
+        }
+        if !(0.0..1.0).contains(&self.noise) {
+            errors.push(ModelError::Noise(self.noise));
+        }
+        if self.run_ticks == 0 {
+            errors.push(ModelError::RunTicks);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// An invalid [`ModelConfig`] field.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ModelError {
+    /// Capacity not finite and positive.
+    #[error("`capacity` must be a finite number of workers > 0, e.g. 120 (got {0})")]
+    Capacity(f64),
+    /// Attempts per worker not finite and positive.
+    #[error("`attempts_per_worker` must be a finite number > 0, e.g. 10 (got {0})")]
+    AttemptsPerWorker(f64),
+    /// Noise outside [0, 1).
+    #[error("`noise` must be a failure probability in [0, 1), e.g. 0.01 (got {0})")]
+    Noise(f64),
+    /// Zero run length.
+    #[error("`run_ticks` must be at least 1 (the run length in ticks)")]
+    RunTicks,
+}
+
+/// What one tick resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TickResult {
+    /// Attempts resolved in this tick (successes + failures).
+    pub attempts: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// The target's true capacity in this tick, in workers (an oracle for
+    /// tests and benchmarks; a real target never says).
+    pub capacity: f64,
+}
+
+impl TickResult {
+    /// Successful attempts.
+    pub fn successes(&self) -> u64 {
+        self.attempts - self.failures
+    }
+
+    /// The tick's attempt-failure fraction (0 when nothing resolved).
+    pub fn frac(&self) -> f64 {
+        if self.attempts == 0 {
+            0.0
+        } else {
+            self.failures as f64 / self.attempts as f64
+        }
+    }
+}
+
+/// One simulated target: a model plus its state (tick index, rounding
+/// carries, the PRNG, and the `lagged` / `metastable` memories).
+#[derive(Debug, Clone)]
+pub struct TargetModel {
+    cfg: ModelConfig,
+    rng: SplitMix64,
+    /// Index of the next tick.
+    tick: u64,
+    /// Folded background failure probability.
+    background: f64,
+    /// Whether failures are drawn binomially.
+    sampled: bool,
+    /// Error-diffusion remainders, in [-0.5, 0.5).
+    attempts_carry: f64,
+    failures_carry: f64,
+    /// `lagged`: failures of the previous tick, resolving in this one.
+    deferred_failures: u64,
+    /// `metastable`: last tick's failures, eligible for retry.
+    retry_backlog: u64,
+    /// `metastable`: ticks of degraded capacity still to come.
+    degraded_ticks: u32,
+}
+
+impl TargetModel {
+    /// A fresh target at tick 0.
+    pub fn new(cfg: ModelConfig) -> Result<Self, Vec<ModelError>> {
+        cfg.validate()?;
+        let noisy_background = if cfg.kind == ModelKind::Noisy {
+            NOISY_BACKGROUND
+        } else {
+            0.0
+        };
+        let background = 1.0 - (1.0 - cfg.noise) * (1.0 - noisy_background);
+        Ok(TargetModel {
+            rng: SplitMix64::new(cfg.seed),
+            tick: 0,
+            background,
+            sampled: background > 0.0,
+            attempts_carry: 0.0,
+            failures_carry: 0.0,
+            deferred_failures: 0,
+            retry_backlog: 0,
+            degraded_ticks: 0,
+            cfg,
+        })
+    }
+
+    /// The model's parameters.
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    /// Ticks simulated so far.
+    pub fn ticks(&self) -> u64 {
+        self.tick
+    }
+
+    /// The true capacity (workers) that the next tick will have.
+    pub fn capacity(&self) -> f64 {
+        let c = self.cfg.capacity;
+        let t = self.tick;
+        let run = self.cfg.run_ticks;
+        match self.cfg.kind {
+            // Integer comparisons: exact boundaries at 1/3 and 2/3 of the run.
+            ModelKind::Step
+                if t.saturating_mul(3) >= run && t.saturating_mul(3) < run.saturating_mul(2) =>
+            {
+                c / 2.0
+            }
+            ModelKind::Warming => {
+                let progress = t.min(run) as f64 / run as f64;
+                c * (1.0 + (WARMING_FACTOR - 1.0) * progress)
+            }
+            ModelKind::Metastable if self.degraded_ticks > 0 => c * METASTABLE_DEGRADED_SHARE,
+            _ => c,
+        }
+    }
+
+    /// Simulate one tick at an offer of `offer` workers. A NaN or negative
+    /// offer counts as 0; offers above [`MAX_OFFER`] count as [`MAX_OFFER`].
+    pub fn tick(&mut self, offer: f64) -> TickResult {
+        let offer = if offer.is_nan() {
+            0.0
+        } else {
+            offer.clamp(0.0, MAX_OFFER)
+        };
+        let capacity = self.capacity();
+        let fresh = diffuse(
+            offer * self.cfg.attempts_per_worker,
+            &mut self.attempts_carry,
+        );
+        let (attempts, failures) = match self.cfg.kind {
+            ModelKind::Lagged => {
+                let failing = self.draw_failures(fresh, rejector(offer, capacity));
+                let resolving = std::mem::replace(&mut self.deferred_failures, failing);
+                ((fresh - failing).saturating_add(resolving), resolving)
+            }
+            ModelKind::Metastable => self.metastable(fresh, capacity),
+            kind => {
+                let p = match kind {
+                    ModelKind::Cliff => cliff(offer, capacity),
+                    ModelKind::Knee => knee(offer, capacity),
+                    _ => rejector(offer, capacity),
+                };
+                (fresh, self.draw_failures(fresh, p))
+            }
+        };
+        self.tick += 1;
+        TickResult {
+            attempts,
+            failures,
+            capacity,
+        }
+    }
+
+    /// The `metastable` tick: fresh attempts plus budgeted retries meet the
+    /// (possibly degraded) capacity; a heavy tick re-arms the degradation.
+    fn metastable(&mut self, fresh: u64, capacity: f64) -> (u64, u64) {
+        let budget = (fresh as f64 * METASTABLE_RETRY_BUDGET) as u64;
+        let retries = self.retry_backlog.min(budget);
+        let total = fresh.saturating_add(retries);
+        let apw = self.cfg.attempts_per_worker;
+        let p = if total == 0 {
+            0.0
+        } else {
+            (total as f64 - capacity * apw).max(0.0) / total as f64
+        };
+        let failures = self.draw_failures(total, p);
+        self.retry_backlog = failures;
+        self.degraded_ticks = self.degraded_ticks.saturating_sub(1);
+        if total as f64 > METASTABLE_HEAVY * self.cfg.capacity * apw {
+            self.degraded_ticks = METASTABLE_DEGRADED_TICKS;
+        }
+        (total, failures)
+    }
+
+    /// Failures among `attempts` at model probability `p`, with the
+    /// background folded in: binomial when sampled, else error-diffused.
+    fn draw_failures(&mut self, attempts: u64, p: f64) -> u64 {
+        let p = 1.0 - (1.0 - p.clamp(0.0, 1.0)) * (1.0 - self.background);
+        if self.sampled {
+            self.rng.binomial(attempts, p)
+        } else {
+            diffuse(attempts as f64 * p, &mut self.failures_carry).min(attempts)
+        }
+    }
+}
+
+/// Round `expected` to a whole count, carrying the remainder (in
+/// [-0.5, 0.5)) into the next call.
+fn diffuse(expected: f64, carry: &mut f64) -> u64 {
+    let v = expected + *carry;
+    let n = (v + 0.5).floor().max(0.0);
+    *carry = v - n;
+    // Saturating cast; `n` is finite and non-negative.
+    n as u64
+}
+
+/// `rejector`: the excess over capacity fails.
+fn rejector(offer: f64, capacity: f64) -> f64 {
+    if offer <= 0.0 {
+        0.0
+    } else {
+        (offer - capacity).max(0.0) / offer
+    }
+}
+
+/// `cliff`: goodput `g = max(0, 1 - 4 (x - 1))` of capacity past `x = 1`.
+fn cliff(offer: f64, capacity: f64) -> f64 {
+    let x = offer / capacity;
+    if x <= 1.0 {
+        0.0
+    } else {
+        let goodput = (1.0 - CLIFF_SLOPE * (x - 1.0)).max(0.0);
+        1.0 - goodput / x
+    }
+}
+
+/// `knee`: logistic in the load factor, centred at capacity.
+fn knee(offer: f64, capacity: f64) -> f64 {
+    if offer <= 0.0 {
+        return 0.0;
+    }
+    let x = offer / capacity;
+    1.0 / (1.0 + (-KNEE_STEEPNESS * (x - 1.0)).exp())
+}
+
+#[cfg(test)]
+mod tests;

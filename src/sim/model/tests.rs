@@ -1,0 +1,312 @@
+//! Each model against its definition in the module docs.
+
+use proptest::prelude::*;
+
+use super::*;
+
+const C: f64 = 100.0;
+
+fn model(kind: ModelKind) -> TargetModel {
+    TargetModel::new(ModelConfig::new(kind, C)).expect("valid config")
+}
+
+/// Mean attempt-failure fraction over `ticks` ticks at a constant offer.
+fn frac_over(m: &mut TargetModel, offer: f64, ticks: u32) -> f64 {
+    let (mut n, mut f) = (0u64, 0u64);
+    for _ in 0..ticks {
+        let r = m.tick(offer);
+        n += r.attempts;
+        f += r.failures;
+    }
+    f as f64 / n as f64
+}
+
+#[test]
+fn names_are_kebab_case_in_clap_and_serde() {
+    for kind in ModelKind::ALL {
+        let value = kind.to_possible_value().expect("no skipped variants");
+        assert_eq!(value.get_name(), kind.name());
+        let json = serde_json::to_string(&kind).unwrap();
+        assert_eq!(json, format!("\"{}\"", kind.name()));
+        let back: ModelKind = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, kind);
+        assert_eq!(ModelKind::from_str(kind.name(), false), Ok(kind));
+    }
+}
+
+#[test]
+fn rejector_rejects_exactly_the_excess() {
+    let mut m = model(ModelKind::Rejector);
+    let r = m.tick(0.5 * C);
+    assert_eq!((r.attempts, r.failures, r.capacity), (500, 0, C));
+    let r = m.tick(C);
+    assert_eq!((r.attempts, r.failures), (1_000, 0));
+    let r = m.tick(2.0 * C);
+    assert_eq!((r.attempts, r.failures), (2_000, 1_000));
+    let r = m.tick(4.0 * C);
+    assert_eq!((r.attempts, r.failures), (4_000, 3_000));
+    // Successes never exceed capacity.
+    assert_eq!(r.successes(), 1_000);
+}
+
+#[test]
+fn cliff_collapses_past_capacity() {
+    let mut m = model(ModelKind::Cliff);
+    assert_eq!(m.tick(0.9 * C).failures, 0);
+    assert_eq!(m.tick(C).failures, 0);
+    // x = 1.1: goodput 0.6 C, so 1 - 0.6/1.1 of attempts fail.
+    let r = m.tick(1.1 * C);
+    assert!((r.frac() - (1.0 - 0.6 / 1.1)).abs() < 1e-3, "{r:?}");
+    assert_eq!(r.successes(), 600);
+    // Goodput is zero from x = 1.25.
+    for x in [1.25, 1.5, 2.0, 10.0] {
+        let r = m.tick(x * C);
+        assert_eq!(r.failures, r.attempts, "x = {x}");
+    }
+}
+
+#[test]
+fn knee_is_small_below_and_steep_around_capacity() {
+    let mut m = model(ModelKind::Knee);
+    assert_eq!(frac_over(&mut m, 0.5 * C, 10), 0.0);
+    let at_08 = frac_over(&mut m, 0.8 * C, 100);
+    assert!(at_08 > 0.0 && at_08 < 0.01, "{at_08}");
+    let at_10 = frac_over(&mut m, C, 10);
+    assert!((at_10 - 0.5).abs() < 1e-3, "{at_10}");
+    let at_12 = frac_over(&mut m, 1.2 * C, 10);
+    assert!(at_12 > 0.99, "{at_12}");
+    let mut last = 0.0;
+    for i in 1..=30 {
+        let p = knee(i as f64 * 0.05 * C, C);
+        assert!(p >= last);
+        last = p;
+    }
+}
+
+#[test]
+fn step_halves_at_one_third_and_recovers_at_two_thirds() {
+    let mut cfg = ModelConfig::new(ModelKind::Step, C);
+    cfg.run_ticks = 30;
+    let mut m = TargetModel::new(cfg).unwrap();
+    let caps: Vec<f64> = (0..40).map(|_| m.tick(C).capacity).collect();
+    assert!(caps[..10].iter().all(|&c| c == C));
+    assert!(caps[10..20].iter().all(|&c| c == C / 2.0));
+    assert!(caps[20..].iter().all(|&c| c == C));
+    // Rejector shape against the halved capacity.
+    let mut cfg = ModelConfig::new(ModelKind::Step, C);
+    cfg.run_ticks = 3;
+    let mut m = TargetModel::new(cfg).unwrap();
+    assert_eq!(m.tick(C).failures, 0);
+    let r = m.tick(C);
+    assert_eq!((r.capacity, r.frac()), (C / 2.0, 0.5));
+    assert_eq!(m.tick(C).failures, 0);
+}
+
+#[test]
+fn warming_rises_threefold_then_stays() {
+    let mut cfg = ModelConfig::new(ModelKind::Warming, C);
+    cfg.run_ticks = 100;
+    let mut m = TargetModel::new(cfg).unwrap();
+    let caps: Vec<f64> = (0..150).map(|_| m.tick(C).capacity).collect();
+    assert_eq!(caps[0], C);
+    assert!((caps[50] - 2.0 * C).abs() < 1e-9);
+    assert!(caps.windows(2).all(|w| w[1] >= w[0]));
+    assert!(caps[100..].iter().all(|&c| (c - 3.0 * C).abs() < 1e-9));
+    // An offer of 2 C fails at first and is clean once capacity has grown.
+    let mut cfg = ModelConfig::new(ModelKind::Warming, C);
+    cfg.run_ticks = 100;
+    let mut m = TargetModel::new(cfg).unwrap();
+    assert_eq!(m.tick(2.0 * C).frac(), 0.5);
+    for _ in 0..60 {
+        m.tick(0.0);
+    }
+    assert_eq!(m.tick(2.0 * C).failures, 0);
+}
+
+#[test]
+fn noisy_has_tiny_samples_and_background_failures() {
+    let mut m = model(ModelKind::Noisy);
+    // About 30 attempts per 20-tick window at capacity.
+    let window: u64 = (0..20).map(|_| m.tick(C).attempts).sum();
+    assert!((29..=31).contains(&window), "{window}");
+    // About 2 % background failures below capacity.
+    let bg = frac_over(&mut m, C, 40_000);
+    assert!((bg - 0.02).abs() < 0.004, "{bg}");
+    // Rejector behaviour above capacity: 1 - 0.5 * 0.98 = 51 %.
+    let over = frac_over(&mut m, 2.0 * C, 20_000);
+    assert!((over - 0.51).abs() < 0.01, "{over}");
+}
+
+#[test]
+fn noisy_windows_vary() {
+    let mut m = model(ModelKind::Noisy);
+    let windows: Vec<u64> = (0..50)
+        .map(|_| (0..20).map(|_| m.tick(C).failures).sum())
+        .collect();
+    assert!(windows.contains(&0));
+    assert!(windows.iter().any(|&f| f > 0));
+}
+
+#[test]
+fn lagged_failures_resolve_one_tick_late() {
+    let mut m = model(ModelKind::Lagged);
+    // Overload: only the successes resolve now.
+    let r = m.tick(2.0 * C);
+    assert_eq!((r.attempts, r.failures), (1_000, 0));
+    // The next tick resolves its own successes plus the deferred failures.
+    let r = m.tick(0.5 * C);
+    assert_eq!((r.attempts, r.failures), (500 + 1_000, 1_000));
+    let r = m.tick(0.5 * C);
+    assert_eq!((r.attempts, r.failures), (500, 0));
+    // A deferred failure still resolves when the offer drops to zero.
+    m.tick(2.0 * C);
+    let r = m.tick(0.0);
+    assert_eq!((r.attempts, r.failures), (1_000, 1_000));
+}
+
+#[test]
+fn metastable_degrades_after_heavy_overload() {
+    let mut m = model(ModelKind::Metastable);
+    assert_eq!(m.tick(C).failures, 0);
+    assert_eq!(m.capacity(), C);
+    // Mild overload (not heavy): no degradation.
+    let r = m.tick(1.2 * C);
+    assert_eq!(r.failures, 200);
+    assert_eq!(m.capacity(), C);
+    // Drain the retries of that tick.
+    m.tick(0.0);
+    m.tick(0.0);
+    // Heavy overload: capacity halves for the next ten ticks.
+    let r = m.tick(2.0 * C);
+    assert_eq!((r.attempts, r.failures), (2_000, 1_000));
+    assert_eq!(m.capacity(), C / 2.0);
+    // A deep back-off drains the retries and the target recovers.
+    let caps: Vec<f64> = (0..12).map(|_| m.tick(0.3 * C).capacity).collect();
+    assert!(caps[..10].iter().all(|&c| c == C / 2.0), "{caps:?}");
+    assert_eq!(caps[10], C);
+    assert_eq!(m.tick(0.3 * C).failures, 0);
+}
+
+#[test]
+fn metastable_retries_sustain_failure_below_capacity() {
+    let mut m = model(ModelKind::Metastable);
+    m.tick(2.0 * C);
+    // Back at 0.8 C, below nominal capacity: retries keep the load heavy.
+    for _ in 0..50 {
+        let r = m.tick(0.8 * C);
+        assert!(r.frac() > 0.5, "{r:?}");
+        assert!(r.attempts > 800);
+        assert_eq!(r.capacity, C / 2.0);
+    }
+}
+
+#[test]
+fn rejector_at_fractional_offers_is_exact_over_time() {
+    let mut m = model(ModelKind::Rejector);
+    let total: u64 = (0..100).map(|_| m.tick(0.25).attempts).sum();
+    assert_eq!(total, 250);
+    // Error diffusion of failures: 1.5 C gives a third of failures.
+    let mut m = model(ModelKind::Rejector);
+    let (mut n, mut f) = (0, 0);
+    for _ in 0..99 {
+        let r = m.tick(1.5 * C);
+        n += r.attempts;
+        f += r.failures;
+    }
+    assert_eq!(n, 99 * 1_500);
+    assert_eq!(f, 99 * 500);
+}
+
+#[test]
+fn noise_adds_binomial_background() {
+    let mut cfg = ModelConfig::new(ModelKind::Rejector, C);
+    cfg.noise = 0.05;
+    let mut m = TargetModel::new(cfg).unwrap();
+    let frac = frac_over(&mut m, 0.5 * C, 200);
+    assert!((frac - 0.05).abs() < 0.005, "{frac}");
+    let per_tick: Vec<u64> = (0..10).map(|_| m.tick(0.5 * C).failures).collect();
+    assert!(per_tick.windows(2).any(|w| w[0] != w[1]), "{per_tick:?}");
+}
+
+#[test]
+fn same_seed_same_sequence() {
+    for kind in ModelKind::ALL {
+        let mut cfg = ModelConfig::new(kind, C);
+        cfg.noise = 0.03;
+        cfg.seed = 99;
+        let run = |cfg: &ModelConfig| {
+            let mut m = TargetModel::new(cfg.clone()).unwrap();
+            (0..200)
+                .map(|i| m.tick((i % 7) as f64 * 0.4 * C))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(&cfg), run(&cfg), "{kind}");
+        let mut other = cfg.clone();
+        other.seed = 100;
+        assert_ne!(run(&cfg), run(&other), "{kind}");
+    }
+}
+
+#[test]
+fn without_noise_the_seed_does_not_matter() {
+    let mut a = ModelConfig::new(ModelKind::Knee, C);
+    let mut b = a.clone();
+    a.seed = 1;
+    b.seed = 2;
+    let mut ma = TargetModel::new(a).unwrap();
+    let mut mb = TargetModel::new(b).unwrap();
+    for i in 0..100 {
+        let offer = i as f64 * 0.02 * C;
+        assert_eq!(ma.tick(offer), mb.tick(offer));
+    }
+}
+
+#[test]
+fn bad_offers_do_not_panic() {
+    for kind in ModelKind::ALL {
+        let mut m = model(kind);
+        for offer in [f64::NAN, -1.0, f64::NEG_INFINITY, 0.0] {
+            let r = m.tick(offer);
+            assert!(r.failures <= r.attempts);
+        }
+        let r = m.tick(f64::INFINITY);
+        assert!(r.attempts > 0 && r.failures <= r.attempts, "{kind}: {r:?}");
+    }
+}
+
+#[test]
+fn invalid_configs_are_rejected_with_every_error() {
+    let mut cfg = ModelConfig::new(ModelKind::Rejector, 0.0);
+    cfg.attempts_per_worker = f64::NAN;
+    cfg.noise = 1.0;
+    cfg.run_ticks = 0;
+    let errors = TargetModel::new(cfg).unwrap_err();
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert_eq!(errors[0], ModelError::Capacity(0.0));
+    assert!(matches!(errors[1], ModelError::AttemptsPerWorker(v) if v.is_nan()));
+    assert_eq!(errors[2], ModelError::Noise(1.0));
+    assert_eq!(errors[3], ModelError::RunTicks);
+    assert!(TargetModel::new(ModelConfig::new(ModelKind::Cliff, f64::INFINITY)).is_err());
+    assert!(errors[0].to_string().contains("capacity"));
+}
+
+proptest! {
+    #[test]
+    fn failures_never_exceed_attempts(
+        kind_index in 0usize..8,
+        noise in 0.0f64..0.5,
+        seed in any::<u64>(),
+        offers in proptest::collection::vec(0.0f64..500.0, 1..60),
+    ) {
+        let mut cfg = ModelConfig::new(ModelKind::ALL[kind_index], C);
+        cfg.noise = noise;
+        cfg.seed = seed;
+        cfg.run_ticks = 30;
+        let mut m = TargetModel::new(cfg).unwrap();
+        for offer in offers {
+            let r = m.tick(offer);
+            prop_assert!(r.failures <= r.attempts);
+            prop_assert!(r.capacity > 0.0 && r.capacity.is_finite());
+        }
+    }
+}
