@@ -17,6 +17,10 @@
 //! | governor | [`governor`] | pure decision rules and per-target state |
 //! | control | `control` | where offers go: HTTP writes and read-back |
 //! | telemetry | `telemetry` | exported metrics, HTTP server, logging |
+//! | replay | [`replay`] | what-if analysis: recorded windows through the governor |
+//! | cli | [`cli`] | clap definitions; `main.rs` only dispatches |
 
+pub mod cli;
 pub mod governor;
+pub mod replay;
 pub mod window;
