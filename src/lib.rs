@@ -22,15 +22,19 @@
 //!
 //! | module | what lives there |
 //! |---|---|
+//! | [`cli`] | the command-line interface (clap definitions) |
 //! | [`config`] | the TOML config and its validation |
 //! | [`target`] | one target's loop: read → window → decide → write |
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
+//! | [`replay`] | what-if analysis: recorded windows through the governor |
 //! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 
+pub mod cli;
 pub mod config;
 pub mod control;
 pub mod governor;
+pub mod replay;
 pub mod report;
 pub mod signal;
 pub mod sim;
