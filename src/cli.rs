@@ -12,8 +12,14 @@
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::demo::DemoArgs;
 use crate::governor::Control;
 use crate::replay::ReplayArgs;
+use crate::sim::SimArgs;
+use crate::telemetry::logging::LogFormat;
 
 /// Exit status for usage errors, invalid parameters and malformed input.
 pub const EXIT_USAGE: u8 = 2;
@@ -50,10 +56,38 @@ Examples:
   printf '{"attempts":100,"failures":7,"current":100}\n' \
     | throttle-governor replay --ceiling 100 -"#;
 
+const RUN_AFTER_HELP: &str = "\
+Every target in the config runs in its own task until SIGINT or SIGTERM (a
+second signal exits at once). At start-up each target publishes its opening
+offer (`start`, confirmed by read-back), then every `window` it reads the
+counters, decides, and writes any movement off the read loop.
+
+The controller serves /metrics, /healthz, /readyz and /api/v1/targets on
+[server] listen. Logs go to stderr; RUST_LOG overrides the level.
+
+Examples:
+  throttle-governor check --config config/example.toml
+  throttle-governor run --config config/example.toml
+  throttle-governor run --config config/example.toml --dry-run
+  throttle-governor run --config ci.toml --until-steady --report-json capacity.json";
+
+const DEMO_AFTER_HELP: &str = "\
+Starts a simulated load tool on a loopback port (authored at 4x the target's
+capacity, as an unthrottled test would be), governs it with the real
+controller over real HTTP, prints the movement log, and ends with the
+capacity report. Nothing else is needed: no load tool, Prometheus or Docker.
+
+Examples:
+  throttle-governor demo
+  throttle-governor demo --model rejector --capacity 300 --report-html report.html";
+
 /// `throttle-governor`: the command line.
 #[derive(Debug, Parser)]
 #[command(name = "throttle-governor", version, about = ABOUT, after_help = AFTER_HELP)]
 pub struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -61,11 +95,62 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
+    /// Run the built-in demo: a simulated load tool governed live, then the
+    /// capacity report.
+    #[command(after_help = DEMO_AFTER_HELP)]
+    Demo(DemoArgs),
+    /// Govern every target in a config until stopped.
+    #[command(after_help = RUN_AFTER_HELP)]
+    Run(RunArgs),
+    /// Validate a config and exit: 0 when valid, 2 when not (every problem
+    /// is listed, named by target and field).
+    Check(CheckArgs),
     /// Replay recorded windows through the governor: what it would have
     /// decided, window by window.
     #[command(after_help = REPLAY_AFTER_HELP)]
     Replay(ReplayArgs),
+    /// Run a simulated load tool (Prometheus /metrics plus an admin API)
+    /// in front of a target model with a known capacity.
+    Sim(SimArgs),
+}
+
+/// Arguments of `run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The TOML config (see config/example.toml).
+    #[arg(long, short, value_name = "PATH")]
+    pub config: PathBuf,
+    /// Read and decide, log what would be written, never write.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Exit once every target has reached a steady state.
+    #[arg(long)]
+    pub until_steady: bool,
+    /// Steady state: this many consecutive windows with no Down...
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub steady_windows: usize,
+    /// ...and every offer within this fraction of their mean (0.1 = ±10 %).
+    #[arg(long, default_value_t = 0.10, value_name = "FRACTION")]
+    pub steady_band: f64,
+    /// Stop after this long (e.g. `10m`), steady or not.
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub max_duration: Option<Duration>,
+    /// On exit, write the capacity report as JSON here.
+    #[arg(long, value_name = "PATH")]
+    pub report_json: Option<PathBuf>,
+    /// On exit, write the capacity report as self-contained HTML here.
+    #[arg(long, value_name = "PATH")]
+    pub report_html: Option<PathBuf>,
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    /// The TOML config to validate.
+    #[arg(long, short, value_name = "PATH")]
+    pub config: PathBuf,
 }
 
 impl ValueEnum for Control {
@@ -106,7 +191,9 @@ mod tests {
     fn replay_parses() {
         let cli =
             Cli::try_parse_from(["throttle-governor", "replay", "--ceiling", "8", "-"]).unwrap();
-        let Command::Replay(args) = cli.command;
+        let Command::Replay(args) = cli.command else {
+            panic!("expected replay");
+        };
         assert_eq!(args.ceiling, Some(8.0));
         assert!(args.reads_stdin());
     }

@@ -26,6 +26,7 @@
 //! | [`config`] | the TOML config and its validation |
 //! | [`target`] | one target's loop: read → window → decide → write |
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
+//! | [`demo`] | the built-in demo: sim + controller + report in one process |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
 //! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
@@ -33,6 +34,7 @@
 pub mod cli;
 pub mod config;
 pub mod control;
+pub mod demo;
 pub mod governor;
 pub mod replay;
 pub mod report;

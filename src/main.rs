@@ -2,17 +2,44 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
+use anyhow::Context;
 use clap::Parser;
+use tokio_util::sync::CancellationToken;
 
-use throttle_governor::cli::{Cli, Command, EXIT_USAGE};
+use throttle_governor::cli::{CheckArgs, Cli, Command, RunArgs, EXIT_USAGE};
+use throttle_governor::config::{Config, ConfigError};
+use throttle_governor::demo::{self, DemoArgs};
 use throttle_governor::replay::{self, OutputFormat, ReplayArgs, ReplayError};
+use throttle_governor::report::SteadyRule;
+use throttle_governor::supervisor::{self, RunOptions, StopWhen};
+use throttle_governor::telemetry::logging;
 
 fn main() -> ExitCode {
     // clap itself exits with status 2 on usage errors.
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Replay(args) => run_replay(&args),
+        Command::Check(args) => run_check(&args),
+        Command::Run(args) => {
+            logging::init(cli.log_format);
+            runtime().and_then(|rt| rt.block_on(run(args)))
+        }
+        Command::Demo(args) => {
+            logging::init(cli.log_format);
+            runtime().and_then(|rt| rt.block_on(run_demo(args)))
+        }
+        Command::Sim(args) => {
+            logging::init(cli.log_format);
+            runtime().and_then(|rt| {
+                rt.block_on(async {
+                    throttle_governor::sim::run(args, supervisor::shutdown_signal())
+                        .await
+                        .context("sim")
+                })
+            })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -23,10 +50,20 @@ fn main() -> ExitCode {
     }
 }
 
-/// Invalid parameters and malformed input are usage errors (2); anything
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Invalid parameters, configs and input are usage errors (2); anything
 /// else is a runtime failure (1).
 fn exit_code(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|cause| cause.is::<ReplayError>()) {
+    if err
+        .chain()
+        .any(|cause| cause.is::<ReplayError>() || cause.is::<ConfigError>())
+    {
         EXIT_USAGE
     } else {
         1
@@ -41,6 +78,65 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         OutputFormat::Table => replay::render_table(&rows),
     };
     print(&text)
+}
+
+fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
+    let config = Config::load(&args.config)?;
+    print(&format!(
+        "{}: valid, {} target{}\n",
+        args.config.display(),
+        config.targets.len(),
+        if config.targets.len() == 1 { "" } else { "s" }
+    ))
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let config = Config::load(&args.config)?;
+    let rule = SteadyRule {
+        windows: args.steady_windows,
+        band: args.steady_band,
+    };
+    let running = supervisor::start(
+        &config,
+        RunOptions {
+            dry_run: args.dry_run,
+        },
+        None,
+    )
+    .await?;
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        supervisor::shutdown_signal().await;
+        c.cancel();
+    });
+    let stop = StopWhen {
+        steady: args.until_steady.then_some(rule),
+        after: args.max_duration,
+    };
+    running.wait(stop, &cancel).await;
+    let report = running.report(&rule);
+    running.shutdown(Duration::from_secs(10)).await;
+    if args.until_steady || args.report_json.is_some() || args.report_html.is_some() {
+        eprint!("{}", report.to_text());
+    }
+    demo::write_reports(
+        &report,
+        args.report_json.as_ref(),
+        args.report_html.as_ref(),
+    )?;
+    Ok(())
+}
+
+async fn run_demo(args: DemoArgs) -> anyhow::Result<()> {
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        supervisor::shutdown_signal().await;
+        c.cancel();
+    });
+    let report = demo::run(&args, cancel).await?;
+    print(&report.to_text())
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.

@@ -12,7 +12,9 @@
 //! A target is **steady** when its last `windows` (default 10) valid windows
 //! contain no Down and every committed offer in them lies within
 //! `band` (default ±10 %) of their mean. Windows without a valid signal break
-//! the run. The figure is a **capacity** only when the target is steady *and*
+//! the run. One addition: at least half of those windows must be Holds, so
+//! that a slow additive climb (+2 % of `last_bad` per window stays inside a
+//! ±10 % band for ten windows) is not mistaken for a plateau. The figure is a **capacity** only when the target is steady *and*
 //! the observed failure ratio over those windows is within the bound
 //! (`<= high`); otherwise the report says so and gives no capacity.
 
@@ -67,6 +69,10 @@ pub fn steady(history: &[WindowRecord], rule: &SteadyRule) -> Option<Steady> {
         }
     }
     if tail.len() < rule.windows {
+        return None;
+    }
+    let holds = tail.iter().filter(|r| r.decision == "hold").count();
+    if holds * 2 < tail.len() {
         return None;
     }
     let mean = tail.iter().map(|r| r.offer).sum::<f64>() / tail.len() as f64;
@@ -191,7 +197,7 @@ impl Report {
         Report {
             version: env!("CARGO_PKG_VERSION"),
             steady_rule: format!(
-                "{} consecutive valid windows with no Down and every offer within ±{}% of their mean",
+                "{} consecutive valid windows with no Down, at least half of them Holds, and every offer within ±{}% of their mean",
                 rule.windows,
                 rule.band * 100.0
             ),
@@ -397,6 +403,11 @@ mod tests {
             .map(|i| rec(i as f64, 100.0, 100.0, 0.0, "hold"))
             .collect();
         h[9].offer = 130.0;
+        assert!(steady(&h, &rule).is_none());
+        // A steady climb (Ups, no Downs) inside the band is not a plateau.
+        let h: Vec<_> = (0..10)
+            .map(|i| rec(i as f64, 100.0 + i as f64, 100.0, 0.0, "up"))
+            .collect();
         assert!(steady(&h, &rule).is_none());
         // A signal error breaks it.
         let mut h: Vec<_> = (0..10)

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::control::Actuator;
+use crate::report::{self, Report, SteadyRule, TargetReport};
 use crate::signal::Source;
 use crate::target::TargetTask;
 use crate::telemetry::{server, Telemetry};
@@ -172,7 +173,61 @@ pub async fn start(
     })
 }
 
+/// When a run ends by itself (besides a shutdown signal).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopWhen {
+    /// Stop once every target is steady under this rule.
+    pub steady: Option<SteadyRule>,
+    /// Stop after this long.
+    pub after: Option<Duration>,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// A shutdown signal (or the caller's token).
+    Signal,
+    /// Every target became steady.
+    Steady,
+    /// The time limit passed.
+    Deadline,
+}
+
 impl Running {
+    /// Waits until `stop` says so, `cancel` fires, or the run is steady.
+    pub async fn wait(&self, stop: StopWhen, cancel: &CancellationToken) -> Ended {
+        let deadline = stop.after.map(|d| tokio::time::Instant::now() + d);
+        let mut poll = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return Ended::Signal,
+                _ = poll.tick() => {}
+            }
+            if let Some(rule) = &stop.steady {
+                if self.all_steady(rule) {
+                    return Ended::Steady;
+                }
+            }
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                return Ended::Deadline;
+            }
+        }
+    }
+
+    /// Whether every target's trailing windows are steady.
+    pub fn all_steady(&self, rule: &SteadyRule) -> bool {
+        let statuses = self.telemetry.statuses();
+        !statuses.is_empty()
+            && statuses
+                .iter()
+                .all(|s| report::steady(&self.telemetry.history(&s.name), rule).is_some())
+    }
+
+    /// The capacity report over every target's history so far.
+    pub fn report(&self, rule: &SteadyRule) -> Report {
+        report_from(&self.telemetry, rule)
+    }
+
     /// A token that stops every target when cancelled.
     pub fn cancel_token(&self) -> CancellationToken {
         self.cancel.clone()
@@ -191,5 +246,57 @@ impl Running {
         let _ = tokio::time::timeout(server::SHUTDOWN_GRACE, &mut self.server).await;
         self.server.abort();
         info!("Stopped");
+    }
+}
+
+/// Builds the capacity report from the telemetry's statuses and histories.
+pub fn report_from(telemetry: &Telemetry, rule: &SteadyRule) -> Report {
+    let targets = telemetry
+        .statuses()
+        .into_iter()
+        .map(|s| {
+            TargetReport::new(
+                &s.name,
+                s.knob,
+                s.high,
+                s.last_bad,
+                telemetry.history(&s.name),
+                rule,
+            )
+        })
+        .collect();
+    Report::new(targets, rule)
+}
+
+/// Resolves when SIGINT or SIGTERM arrives; a second signal exits at once.
+pub async fn shutdown_signal() {
+    wait_signal().await;
+    info!("Shutting down (send the signal again to exit at once)");
+    tokio::spawn(async {
+        wait_signal().await;
+        warn!("Second signal: exiting now");
+        std::process::exit(130);
+    });
+}
+
+async fn wait_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

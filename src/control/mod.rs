@@ -102,7 +102,7 @@ impl WriteOutcome {
 #[derive(Debug, Clone)]
 enum ReadBack {
     Http(http::JsonReadBack),
-    Signal(Source),
+    Signal(Box<Source>),
 }
 
 /// Writes offers for one target and confirms them.
@@ -127,7 +127,7 @@ impl Actuator {
         let ControlConfig::Http(h) = cfg;
         let read_back = match &h.read_back {
             Some(rb) => ReadBack::Http(http::JsonReadBack::new(rb, h.timeout, client.clone())),
-            None if signal.has_offer() => ReadBack::Signal(signal.clone()),
+            None if signal.has_offer() => ReadBack::Signal(Box::new(signal.clone())),
             None => {
                 return Err(ControlError::Config(
                     "no read-back: give [control.read_back] or signal.offer".into(),

@@ -25,16 +25,102 @@ pub enum LogFormat {
 pub fn init(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(LineClearingStderr::new)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     let result = match format {
-        LogFormat::Text => builder.try_init(),
+        LogFormat::Text => builder.event_format(TextLine).try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
     // A second init (tests, embedding) keeps the first subscriber.
     let _ = result;
+}
+
+/// The text format: time, level and the message alone. The message of
+/// every movement already states all its facts in words; the same facts are
+/// structured fields in `--log-format json`.
+struct TextLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for TextLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        struct Message(String, Vec<String>);
+        impl tracing::field::Visit for Message {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "message" {
+                    self.0 = value.to_string();
+                } else if matches!(field.name(), "error" | "error_type") {
+                    self.1.push(format!("{}={value}", field.name()));
+                }
+            }
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                } else if matches!(field.name(), "error" | "error_type") {
+                    self.1.push(format!("{}={value:?}", field.name()));
+                }
+            }
+        }
+        let mut m = Message(String::new(), Vec::new());
+        event.record(&mut m);
+        let now = humantime::format_rfc3339_millis(std::time::SystemTime::now());
+        let level = event.metadata().level();
+        write!(writer, "{now} {level:>5} {}", m.0)?;
+        for extra in m.1 {
+            write!(writer, " {extra}")?;
+        }
+        writeln!(writer)
+    }
+}
+
+/// Stderr that first clears a progress line drawn in place (on a terminal
+/// only), so that log lines and the demo's progress line do not mix.
+pub struct LineClearingStderr {
+    tty: bool,
+    cleared: bool,
+}
+
+impl LineClearingStderr {
+    /// One writer per event.
+    pub fn new() -> Self {
+        use std::io::IsTerminal;
+        LineClearingStderr {
+            tty: std::io::stderr().is_terminal(),
+            cleared: false,
+        }
+    }
+}
+
+impl Default for LineClearingStderr {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::io::Write for LineClearingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut err = std::io::stderr().lock();
+        if self.tty && !self.cleared {
+            err.write_all(b"\r\x1b[2K")?;
+            self.cleared = true;
+        }
+        err.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// Formats a value of the knob: integers without decimals.

@@ -285,3 +285,12 @@ pub fn require_tool(tool: &str) -> bool {
     }
     found
 }
+
+/// Whether a tool is on PATH (no skip message).
+pub fn require_tool_quiet(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}

@@ -1,0 +1,320 @@
+//! The binary end to end: `demo`, `check`, `sim` + `run --until-steady`,
+//! and the HTML report in headless Chromium. Real processes, real sockets.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_throttle-governor");
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tg-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Runs a command with a hard time limit; returns (status, stdout, stderr).
+fn run_bounded(cmd: &mut Command, limit: Duration) -> (Option<i32>, String, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                status.code(),
+                String::from_utf8_lossy(&out.stdout).into(),
+                String::from_utf8_lossy(&out.stderr).into(),
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn demo_report(model: &str, capacity: f64) -> serde_json::Value {
+    let json = tmp(&format!("demo-{model}.json"));
+    let (code, stdout, stderr) = run_bounded(
+        Command::new(BIN).args([
+            "demo",
+            "--model",
+            model,
+            "--capacity",
+            &capacity.to_string(),
+            "--window",
+            "200ms",
+            "--duration",
+            "25s",
+            "--report-json",
+            json.to_str().unwrap(),
+        ]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "demo failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("Capacity report"), "{stdout}");
+    assert!(
+        stderr.contains("backing-off"),
+        "no back-off in the movement log:\n{stderr}"
+    );
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+fn assert_steady_near(report: &serde_json::Value, capacity: f64) {
+    let t = &report["targets"][0];
+    assert_eq!(t["steady"], true, "{t:#}");
+    assert_eq!(t["within_bound"], true, "{t:#}");
+    let offer = t["steady_offer"].as_f64().unwrap();
+    assert!(
+        (offer - capacity).abs() <= 0.25 * capacity,
+        "steady offer {offer} not within ±25% of {capacity}"
+    );
+    let history = t["history"].as_array().unwrap();
+    assert!(history.len() as u64 == t["windows"].as_u64().unwrap() && history.len() >= 10);
+    for key in [
+        "time_secs",
+        "offer",
+        "attempts",
+        "failures",
+        "frac",
+        "decision",
+    ] {
+        assert!(history[0].get(key).is_some(), "history lacks {key}");
+    }
+    assert!(t["observed_failure_ratio"].as_f64().unwrap() <= 0.05);
+    assert!(t["throughput_per_sec"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn demo_cliff_finds_capacity() {
+    assert_steady_near(&demo_report("cliff", 120.0), 120.0);
+}
+
+#[test]
+fn demo_rejector_finds_capacity() {
+    assert_steady_near(&demo_report("rejector", 60.0), 60.0);
+}
+
+#[test]
+fn demo_reports_not_steady_honestly() {
+    // Too short to become steady: the report must say so, with no figure.
+    let json = tmp("short.json");
+    let (code, stdout, _) = run_bounded(
+        Command::new(BIN).args([
+            "demo",
+            "--window",
+            "200ms",
+            "--duration",
+            "1s",
+            "--report-json",
+            json.to_str().unwrap(),
+        ]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("never became steady"), "{stdout}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(r["targets"][0]["steady"], false);
+    assert!(r["targets"][0]["steady_offer"].is_null());
+}
+
+#[test]
+fn check_names_every_bad_field_and_exits_2() {
+    let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"))
+        .unwrap();
+    let path = tmp("good.toml");
+    std::fs::write(&path, &good).unwrap();
+    let (code, stdout, stderr) = run_bounded(
+        Command::new(BIN).args(["check", "--config", path.to_str().unwrap()]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("valid, 1 target"), "{stdout}");
+
+    let bad = good
+        .replace("high = 0.05", "high = 1.5")
+        .replace("floor = 1\n", "floor = -1\n")
+        .replace("window = \"2s\"", "window = \"soon\"")
+        .replace(
+            "url = \"http://127.0.0.1:9100/metrics\"",
+            "url = \"not a url\"",
+        );
+    // A second target with other problems: both must be reported.
+    let second = good[good.find("[[targets]]").unwrap()..]
+        .replace("name = \"checkout\"", "name = \"search\"")
+        .replace("json_pointer = \"/workers\"", "json_pointer = \"workers\"")
+        .replace("method = \"PUT\"", "method = \"P UT\"");
+    let path = tmp("bad.toml");
+    std::fs::write(&path, format!("{bad}\n{second}")).unwrap();
+    let (code, _, stderr) = run_bounded(
+        Command::new(BIN).args(["check", "--config", path.to_str().unwrap()]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    // serde stops at the first type error within one target ("soon"), so the
+    // first target reports that; the second reports each semantic problem.
+    assert!(
+        stderr.contains("targets[checkout]") && stderr.contains("soon"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("targets[search].control.read_back.json_pointer"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("targets[search].control.method"),
+        "{stderr}"
+    );
+
+    // With the type error fixed, every semantic problem of the first target shows.
+    let bad = bad.replace("window = \"soon\"", "window = \"2s\"");
+    std::fs::write(&path, &bad).unwrap();
+    let (code, _, stderr) = run_bounded(
+        Command::new(BIN).args(["check", "--config", path.to_str().unwrap()]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2));
+    for field in [
+        "targets[checkout].high",
+        "targets[checkout].floor",
+        "targets[checkout].signal.url",
+    ] {
+        assert!(stderr.contains(field), "{field} not reported:\n{stderr}");
+    }
+}
+
+#[test]
+fn run_until_steady_against_a_standalone_sim_process() {
+    let port = free_port();
+    let mut sim = Command::new(BIN)
+        .args([
+            "sim",
+            "--model",
+            "rejector",
+            "--capacity",
+            "50",
+            "--tick",
+            "20ms",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _guard = Kill(sim_take(&mut sim));
+    let cfg = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"))
+        .unwrap()
+        .replace("127.0.0.1:9100", &format!("127.0.0.1:{port}"))
+        .replace("127.0.0.1:9464", "127.0.0.1:0")
+        .replace("window = \"2s\"", "window = \"250ms\"");
+    let path = tmp("run.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let json = tmp("run.json");
+    let html = tmp("run.html");
+    // Wait for the sim to listen.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "sim never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, _, stderr) = run_bounded(
+        Command::new(BIN).args([
+            "run",
+            "--config",
+            path.to_str().unwrap(),
+            "--until-steady",
+            "--max-duration",
+            "50s",
+            "--report-json",
+            json.to_str().unwrap(),
+            "--report-html",
+            html.to_str().unwrap(),
+        ]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_steady_near(&r, 50.0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg"));
+    render_in_chromium(&html);
+}
+
+fn sim_take(c: &mut std::process::Child) -> std::process::Child {
+    std::mem::replace(c, Command::new("true").spawn().unwrap())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Renders the report in headless Chromium and checks the SVG chart is in
+/// the rendered DOM with a non-empty offer line.
+fn render_in_chromium(html: &std::path::Path) {
+    let Some(chromium) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| support::require_tool_quiet(c))
+    else {
+        support::require_tool("chromium");
+        return;
+    };
+    let profile = tmp("chromium-profile");
+    let (code, dom, stderr) = run_bounded(
+        Command::new(chromium).args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.display()),
+            "--dump-dom",
+            &format!("file://{}", html.display()),
+        ]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "chromium failed: {stderr}");
+    assert!(dom.contains("<svg"), "no SVG in the rendered DOM:\n{dom}");
+    let points = dom
+        .split("class=\"offer\"")
+        .nth(1)
+        .and_then(|rest| rest.split("points=\"").nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("");
+    assert!(
+        points.split(' ').count() >= 10,
+        "offer line is empty: {points:?}"
+    );
+}
