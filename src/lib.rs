@@ -19,4 +19,5 @@
 //! | telemetry | `telemetry` | exported metrics, HTTP server, logging |
 
 pub mod governor;
+pub mod signal;
 pub mod window;

@@ -1,0 +1,713 @@
+//! PromQL instant-vector selectors, evaluated against one scrape.
+//!
+//! Why: users already name their tool's counters in PromQL, e.g.
+//! `http_reqs_total{result="failure", op=~"read|write"}`, so the config takes
+//! the same syntax and means the same thing: regexes are fully anchored and
+//! `.` matches a newline (Prometheus compiles `^(?s:re)$`), a missing label
+//! reads as `""`, and values take PromQL string escapes in `"`, `'` or
+//! backtick strings. Prometheus 3 quoted names (`{"my.metric", "a.b"="x"}`)
+//! are accepted.
+//!
+//! A selector that matches no series sums to `None`, never to zero: a renamed
+//! counter must surface as a signal error, not as "no failures". Use
+//! [`sum_many`] to evaluate all of a target's selectors in one streaming pass
+//! over the scrape text.
+
+use std::fmt;
+use std::str::FromStr;
+
+use regex::Regex;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use thiserror::Error;
+
+use super::exposition::{
+    self, is_label_name, is_metric_name, ExpositionError, Limits, Sample, SampleRef,
+};
+
+/// The label PromQL uses for the metric name.
+const NAME_LABEL: &str = "__name__";
+
+/// How a matcher compares a label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MatchOp {
+    /// `=`: equal.
+    Equal,
+    /// `!=`: not equal.
+    NotEqual,
+    /// `=~`: the anchored regex matches.
+    Regex,
+    /// `!~`: the anchored regex does not match.
+    NotRegex,
+}
+
+impl MatchOp {
+    /// The PromQL operator.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchOp::Equal => "=",
+            MatchOp::NotEqual => "!=",
+            MatchOp::Regex => "=~",
+            MatchOp::NotRegex => "!~",
+        }
+    }
+}
+
+/// One `label op "value"` matcher.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    label: String,
+    op: MatchOp,
+    value: String,
+    /// `^(?s:value)$`, present for the two regex operators.
+    regex: Option<Regex>,
+}
+
+impl Matcher {
+    /// The label name (`__name__` for the metric name).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The operator.
+    pub fn op(&self) -> MatchOp {
+        self.op
+    }
+
+    /// The value or regex source, unescaped.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// Whether a label value (`""` for a missing label) satisfies this matcher.
+    pub fn matches_value(&self, value: &str) -> bool {
+        match self.op {
+            MatchOp::Equal => value == self.value,
+            MatchOp::NotEqual => value != self.value,
+            MatchOp::Regex => self.regex.as_ref().is_some_and(|re| re.is_match(value)),
+            MatchOp::NotRegex => !self.regex.as_ref().is_some_and(|re| re.is_match(value)),
+        }
+    }
+}
+
+impl PartialEq for Matcher {
+    fn eq(&self, other: &Self) -> bool {
+        self.label == other.label && self.op == other.op && self.value == other.value
+    }
+}
+
+impl fmt::Display for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_label_name(f, &self.label)?;
+        f.write_str(self.op.as_str())?;
+        write_string(f, &self.value)
+    }
+}
+
+/// A parsed instant-vector selector such as `reqs_total{result!="ok"}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selector {
+    /// The metric name, when given bare, quoted, or as the first
+    /// `__name__="..."` matcher; checked first because it rejects fastest.
+    name: Option<String>,
+    /// All other matchers, in the order written.
+    matchers: Vec<Matcher>,
+}
+
+impl Selector {
+    /// The exact metric name this selector requires, if any.
+    pub fn metric_name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The matchers other than the exact metric name.
+    pub fn matchers(&self) -> &[Matcher] {
+        &self.matchers
+    }
+
+    /// Whether the series `name{labels}` is selected. Works with owned
+    /// (`String`) and borrowed (`Cow<str>`, `&str`) label pairs alike.
+    pub fn matches<K, V>(&self, name: &str, labels: &[(K, V)]) -> bool
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        if self.name.as_deref().is_some_and(|wanted| wanted != name) {
+            return false;
+        }
+        self.matchers.iter().all(|matcher| {
+            let value = if matcher.label == NAME_LABEL {
+                name
+            } else {
+                labels
+                    .iter()
+                    .find(|(k, _)| k.as_ref() == matcher.label)
+                    .map_or("", |(_, v)| v.as_ref())
+            };
+            matcher.matches_value(value)
+        })
+    }
+
+    /// Whether an owned sample is selected.
+    pub fn matches_sample(&self, sample: &Sample) -> bool {
+        self.matches(&sample.name, &sample.labels)
+    }
+
+    /// Whether a streamed sample is selected.
+    pub fn matches_ref(&self, sample: &SampleRef<'_>) -> bool {
+        self.matches(sample.name, sample.labels)
+    }
+
+    /// The sum of all selected samples, or `None` when nothing matches.
+    pub fn sum(&self, samples: &[Sample]) -> Option<f64> {
+        samples
+            .iter()
+            .filter(|sample| self.matches_sample(sample))
+            .fold(None, |sum, sample| Some(sum.unwrap_or(0.0) + sample.value))
+    }
+}
+
+/// Sums several selectors in one streaming pass over `text`: element `i` is
+/// the sum for `selectors[i]`, `None` where nothing matched. Any parse error
+/// fails the whole scrape.
+pub fn sum_many(
+    text: &str,
+    selectors: &[&Selector],
+    limits: &Limits,
+) -> Result<Vec<Option<f64>>, ExpositionError> {
+    let mut sums: Vec<Option<f64>> = vec![None; selectors.len()];
+    exposition::for_each_sample(text, limits, |sample| {
+        for (selector, sum) in selectors.iter().zip(sums.iter_mut()) {
+            if selector.matches_ref(&sample) {
+                *sum.get_or_insert(0.0) += sample.value;
+            }
+        }
+    })?;
+    Ok(sums)
+}
+
+/// Why a selector string was rejected. Columns are 1-based, in characters.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SelectorError {
+    /// The text does not follow the selector grammar.
+    #[error("{message} at column {column}")]
+    Syntax {
+        /// What is wrong.
+        message: String,
+        /// Where.
+        column: usize,
+    },
+    /// A `=~` or `!~` value is not a valid regex.
+    #[error("invalid regex for label `{label}` at column {column}: {reason}")]
+    Regex {
+        /// The matcher's label.
+        label: String,
+        /// Where the regex string starts.
+        column: usize,
+        /// The regex engine's explanation.
+        reason: String,
+    },
+    /// Both a name before the braces (or quoted inside) and a `__name__`
+    /// matcher.
+    #[error(
+        "metric name set twice: `{name}` and a `__name__` matcher at column {column}; \
+         keep one of them"
+    )]
+    NameTwice {
+        /// The name given first.
+        name: String,
+        /// Where the `__name__` matcher starts.
+        column: usize,
+    },
+    /// Every matcher accepts the empty string, so the selector would match
+    /// every series (PromQL rejects this too).
+    #[error(
+        "selector `{0}` would match every series: add a metric name or a matcher \
+         that does not match the empty string"
+    )]
+    MatchesEverything(String),
+}
+
+impl FromStr for Selector {
+    type Err = SelectorError;
+
+    fn from_str(src: &str) -> Result<Self, Self::Err> {
+        Lexer { src, pos: 0 }.selector()
+    }
+}
+
+impl TryFrom<String> for Selector {
+    type Error = SelectorError;
+
+    fn try_from(src: String) -> Result<Self, Self::Error> {
+        src.parse()
+    }
+}
+
+/// Canonical form: a bare name when it is an identifier, matchers in written
+/// order separated by `, `, values double-quoted with escapes. Parsing the
+/// output gives an equal selector.
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name_matcher_inside = self.matchers.iter().any(|m| m.label == NAME_LABEL);
+        let mut first = true;
+        match &self.name {
+            Some(name) if !name_matcher_inside && is_metric_name(name) => {
+                f.write_str(name)?;
+                if self.matchers.is_empty() {
+                    return Ok(());
+                }
+                f.write_str("{")?;
+            }
+            Some(name) if !name_matcher_inside => {
+                f.write_str("{")?;
+                write_string(f, name)?;
+                first = false;
+            }
+            Some(name) => {
+                f.write_str("{")?;
+                f.write_str(NAME_LABEL)?;
+                f.write_str("=")?;
+                write_string(f, name)?;
+                first = false;
+            }
+            None => f.write_str("{")?,
+        }
+        for matcher in &self.matchers {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            write!(f, "{matcher}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+impl Serialize for Selector {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Selector {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let src = String::deserialize(deserializer)?;
+        src.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+fn write_label_name(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+    if is_label_name(name) {
+        f.write_str(name)
+    } else {
+        write_string(f, name)
+    }
+}
+
+/// Writes a double-quoted PromQL string that parses back to `s`.
+fn write_string(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    f.write_str("\"")?;
+    for c in s.chars() {
+        match c {
+            '\\' => f.write_str("\\\\")?,
+            '"' => f.write_str("\\\"")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            c if c.is_control() && u32::from(c) <= 0xFFFF => write!(f, "\\u{:04x}", u32::from(c))?,
+            c if c.is_control() => write!(f, "\\U{:08x}", u32::from(c))?,
+            c => write!(f, "{c}")?,
+        }
+    }
+    f.write_str("\"")
+}
+
+/// A position in the selector source.
+struct Lexer<'s> {
+    src: &'s str,
+    pos: usize,
+}
+
+impl<'s> Lexer<'s> {
+    fn peek(&self) -> Option<u8> {
+        self.src.as_bytes().get(self.pos).copied()
+    }
+
+    fn column_at(&self, pos: usize) -> usize {
+        self.src
+            .get(..pos)
+            .map_or(pos, |before| before.chars().count())
+            + 1
+    }
+
+    fn found(&self) -> String {
+        match self
+            .src
+            .get(self.pos..)
+            .and_then(|rest| rest.chars().next())
+        {
+            Some(c) => format!("`{}`", c.escape_debug()),
+            None => "the end".to_owned(),
+        }
+    }
+
+    fn error_at(&self, pos: usize, message: String) -> SelectorError {
+        SelectorError::Syntax {
+            message,
+            column: self.column_at(pos),
+        }
+    }
+
+    fn error(&self, message: String) -> SelectorError {
+        self.error_at(self.pos, message)
+    }
+
+    /// Skips whitespace and `#` comments, as PromQL does.
+    fn skip_space(&mut self) {
+        while let Some(b) = self.peek() {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
+                b'#' => {
+                    while self.peek().is_some_and(|b| b != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn identifier(&mut self, is_char: fn(u8) -> bool) -> &'s str {
+        let start = self.pos;
+        while self.peek().is_some_and(is_char) {
+            self.pos += 1;
+        }
+        self.src.get(start..self.pos).unwrap_or_default()
+    }
+
+    fn selector(mut self) -> Result<Selector, SelectorError> {
+        self.skip_space();
+        let mut name: Option<String> = None;
+        if self.peek().is_some_and(is_metric_start) {
+            name = Some(self.identifier(is_metric_char).to_owned());
+            self.skip_space();
+        }
+        let mut matchers = Vec::new();
+        // Where each `__name__` matcher starts, for the "set twice" error.
+        let mut name_matcher_at = None;
+        if self.peek() == Some(b'{') {
+            self.pos += 1;
+            self.matchers(&mut name, &mut matchers, &mut name_matcher_at)?;
+        } else if name.is_none() {
+            return Err(self.error(format!(
+                "expected a metric name or `{{`, found {}",
+                self.found()
+            )));
+        }
+        self.skip_space();
+        if self.peek().is_some() {
+            return Err(self.error(format!(
+                "unexpected {} after the selector: only a plain instant-vector selector \
+                 is supported (no ranges, offsets, functions or operators)",
+                self.found()
+            )));
+        }
+
+        if let Some(name) = &name {
+            if let Some(column) = name_matcher_at {
+                return Err(SelectorError::NameTwice {
+                    name: name.clone(),
+                    column,
+                });
+            }
+        } else if let Some(i) = matchers
+            .iter()
+            .position(|m| m.label == NAME_LABEL && m.op == MatchOp::Equal)
+        {
+            name = Some(matchers.remove(i).value);
+        }
+        let selector = Selector { name, matchers };
+        if selector.name.is_none() && selector.matchers.iter().all(|m| m.matches_value("")) {
+            return Err(SelectorError::MatchesEverything(selector.to_string()));
+        }
+        Ok(selector)
+    }
+
+    /// Matchers up to and including `}`, the cursor after `{`. A lone string
+    /// first is the metric name, unless one was given before the braces.
+    fn matchers(
+        &mut self,
+        name: &mut Option<String>,
+        matchers: &mut Vec<Matcher>,
+        name_matcher_at: &mut Option<usize>,
+    ) -> Result<(), SelectorError> {
+        let mut first = true;
+        loop {
+            self.skip_space();
+            let label_at = self.pos;
+            let label = match self.peek() {
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b'"' | b'\'' | b'`') => {
+                    let quoted = self.string()?;
+                    self.skip_space();
+                    if first && name.is_none() && matches!(self.peek(), Some(b',' | b'}')) {
+                        if quoted.is_empty() {
+                            return Err(self.error_at(label_at, "empty metric name".to_owned()));
+                        }
+                        *name = Some(quoted);
+                        first = false;
+                        if self.peek() == Some(b',') {
+                            self.pos += 1;
+                        }
+                        continue;
+                    }
+                    if quoted.is_empty() {
+                        return Err(self.error_at(label_at, "empty label name".to_owned()));
+                    }
+                    quoted
+                }
+                Some(b) if is_label_start(b) => self.identifier(is_label_char).to_owned(),
+                Some(_) => {
+                    return Err(self.error(format!(
+                        "expected a label name or `}}`, found {}",
+                        self.found()
+                    )))
+                }
+                None => return Err(self.error("unclosed `{`: expected `}`".to_owned())),
+            };
+            first = false;
+            if label == NAME_LABEL && name_matcher_at.is_none() {
+                *name_matcher_at = Some(self.column_at(label_at));
+            }
+
+            self.skip_space();
+            let rest = self.src.get(self.pos..).unwrap_or_default();
+            let op = if rest.starts_with("=~") {
+                MatchOp::Regex
+            } else if rest.starts_with("!=") {
+                MatchOp::NotEqual
+            } else if rest.starts_with("!~") {
+                MatchOp::NotRegex
+            } else if rest.starts_with('=') {
+                MatchOp::Equal
+            } else {
+                return Err(self.error(format!(
+                    "expected `=`, `!=`, `=~` or `!~` after label `{}`, found {}",
+                    label.escape_debug(),
+                    self.found()
+                )));
+            };
+            self.pos += op.as_str().len();
+
+            self.skip_space();
+            let value_at = self.pos;
+            if !matches!(self.peek(), Some(b'"' | b'\'' | b'`')) {
+                return Err(self.error(format!(
+                    "expected a quoted string after `{}{}`, found {}",
+                    label.escape_debug(),
+                    op.as_str(),
+                    self.found()
+                )));
+            }
+            let value = self.string()?;
+            let regex = match op {
+                MatchOp::Regex | MatchOp::NotRegex => {
+                    Some(Regex::new(&format!("^(?s:{value})$")).map_err(|e| {
+                        SelectorError::Regex {
+                            label: label.clone(),
+                            column: self.column_at(value_at),
+                            reason: regex_reason(&e),
+                        }
+                    })?)
+                }
+                MatchOp::Equal | MatchOp::NotEqual => None,
+            };
+            matchers.push(Matcher {
+                label,
+                op,
+                value,
+                regex,
+            });
+
+            self.skip_space();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                None => return Err(self.error("unclosed `{`: expected `}`".to_owned())),
+                Some(_) => {
+                    return Err(self.error(format!(
+                        "expected `,` or `}}` after a matcher, found {}",
+                        self.found()
+                    )))
+                }
+            }
+        }
+    }
+
+    /// A PromQL string in `"`, `'` (Go escapes) or backticks (raw), the
+    /// cursor at its opening quote.
+    fn string(&mut self) -> Result<String, SelectorError> {
+        let open = self.pos;
+        let Some(quote) = self.peek() else {
+            return Err(self.error("expected a string".to_owned()));
+        };
+        self.pos += 1;
+        let unterminated = |lexer: &Self| {
+            lexer.error_at(
+                open,
+                format!(
+                    "unterminated string: missing closing `{}`",
+                    char::from(quote)
+                ),
+            )
+        };
+        if quote == b'`' {
+            let rest = self.src.get(self.pos..).unwrap_or_default();
+            let Some(end) = rest.find('`') else {
+                return Err(unterminated(self));
+            };
+            self.pos += end + 1;
+            return Ok(rest.get(..end).unwrap_or_default().to_owned());
+        }
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            match self.peek() {
+                None | Some(b'\n') => return Err(unterminated(self)),
+                Some(b) if b == quote => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\\') => self.escape(quote, &mut out)?,
+                Some(b) => {
+                    out.push(b);
+                    self.pos += 1;
+                }
+            }
+        }
+        String::from_utf8(out).map_err(|_| {
+            self.error_at(
+                open,
+                "string is not valid UTF-8 once its `\\x` or octal escapes are decoded".to_owned(),
+            )
+        })
+    }
+
+    /// One escape sequence, the cursor at its backslash; appends its bytes.
+    fn escape(&mut self, quote: u8, out: &mut Vec<u8>) -> Result<(), SelectorError> {
+        let at = self.pos;
+        self.pos += 1;
+        let Some(kind) = self.peek() else {
+            return Err(self.error_at(at, "escape sequence not terminated".to_owned()));
+        };
+        self.pos += 1;
+        let simple = match kind {
+            b'a' => Some(0x07),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'v' => Some(0x0b),
+            b'\\' => Some(b'\\'),
+            q if q == quote => Some(q),
+            _ => None,
+        };
+        if let Some(byte) = simple {
+            out.push(byte);
+            return Ok(());
+        }
+        let (digits, radix, skip) = match kind {
+            b'0'..=b'7' => (3, 8, 0),
+            b'x' => (2, 16, 1),
+            b'u' => (4, 16, 1),
+            b'U' => (8, 16, 1),
+            _ => {
+                let escaped = self
+                    .src
+                    .get(at + 1..)
+                    .and_then(|rest| rest.chars().next())
+                    .unwrap_or('?');
+                return Err(self.error_at(
+                    at,
+                    format!("unknown escape sequence `\\{}`", escaped.escape_debug()),
+                ));
+            }
+        };
+        // Octal digits start at the escape letter itself.
+        let start = at + 1 + skip;
+        let text = self
+            .src
+            .get(start..start + digits)
+            .filter(|t| t.bytes().all(|b| char::from(b).is_digit(radix)));
+        let Some(text) = text else {
+            return Err(self.error_at(
+                at,
+                format!(
+                    "escape `\\{}` needs {digits} {} digits",
+                    char::from(kind),
+                    if radix == 8 { "octal" } else { "hex" }
+                ),
+            ));
+        };
+        let code = u32::from_str_radix(text, radix).unwrap_or(u32::MAX);
+        self.pos = start + digits;
+        match kind {
+            b'u' | b'U' => {
+                let c = char::from_u32(code).ok_or_else(|| {
+                    self.error_at(
+                        at,
+                        format!(
+                            "escape `\\{}{text}` is not a valid Unicode character",
+                            char::from(kind)
+                        ),
+                    )
+                })?;
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+            _ => {
+                let byte = u8::try_from(code).map_err(|_| {
+                    self.error_at(at, format!("octal escape `\\{text}` is above 255"))
+                })?;
+                out.push(byte);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The regex engine's message without its multi-line source diagram.
+fn regex_reason(error: &regex::Error) -> String {
+    let text = error.to_string();
+    text.lines()
+        .rev()
+        .find(|line| line.starts_with("error: "))
+        .map_or(text.clone(), |line| {
+            line.trim_start_matches("error: ").to_owned()
+        })
+}
+
+fn is_metric_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b == b':'
+}
+
+fn is_metric_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b':'
+}
+
+fn is_label_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_label_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+#[cfg(test)]
+mod tests {}
