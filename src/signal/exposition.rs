@@ -355,15 +355,24 @@ const EXCERPT_CHARS: usize = 40;
 
 /// `s` shortened for an error message, with control characters escaped.
 fn excerpt(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .take(EXCERPT_CHARS)
-        .flat_map(char::escape_debug)
-        .collect();
+    let mut out = String::new();
+    for c in s.chars().take(EXCERPT_CHARS) {
+        push_printable(&mut out, c);
+    }
     if s.chars().nth(EXCERPT_CHARS).is_some() {
         out.push_str("...");
     }
     out
+}
+
+/// Appends `c`, escaped only when it is a control character, so a message
+/// shows `"` and `\\` as they are but never breaks a log line.
+pub(crate) fn push_printable(out: &mut String, c: char) {
+    if c.is_control() {
+        out.extend(c.escape_debug());
+    } else {
+        out.push(c);
+    }
 }
 
 /// A position inside one line. All offsets it stops at are on ASCII bytes or
@@ -406,7 +415,12 @@ impl<'t> Cursor<'t> {
             .get(self.pos..)
             .and_then(|rest| rest.chars().next())
         {
-            Some(c) => format!("`{}`", c.escape_debug()),
+            Some(c) => {
+                let mut out = String::from("`");
+                push_printable(&mut out, c);
+                out.push('`');
+                out
+            }
             None => "the end of the line".to_owned(),
         }
     }
@@ -678,7 +692,7 @@ impl<'t> Cursor<'t> {
                                 reason: format!(
                                     "invalid escape `\\{}` in label {what}: only `\\\\`, \
                                      `\\\"` and `\\n` are allowed",
-                                    escaped.escape_debug()
+                                    excerpt(escaped.encode_utf8(&mut [0; 4]))
                                 ),
                             });
                         }
@@ -939,7 +953,7 @@ mod tests {
                 sample("a", &[], 1.2345678901234567e19),
             ),
             ("a 0.1", sample("a", &[], 0.1)),
-            ("a 3.14159265358979", sample("a", &[], 3.14159265358979)),
+            ("a 1234.56789012345", sample("a", &[], 1234.56789012345)),
             ("a 0.000000000000001", sample("a", &[], 1e-15)),
             ("a Inf", sample("a", &[], f64::INFINITY)),
             ("a inf", sample("a", &[], f64::INFINITY)),
