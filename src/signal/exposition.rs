@@ -1,10 +1,12 @@
 //! Prometheus text exposition (0.0.4) and OpenMetrics 1.0 text parser.
 //!
 //! Why our own parser: `prometheus-parse` 0.2.5 silently drops valid samples
-//! (a label value such as `route="/users/{id}"`, spaces inside braces, an empty
-//! label set `a{} 1`, metric names with `:`), silently loses labels whose value
-//! contains `,` or `=`, does not decode escapes, and returns `Ok` with zero
-//! samples for binary garbage (see `PROMETHEUS-PARSE.md`). A dropped failure
+//! (a label value such as `route="/users/{id}"`, an empty label set `a{} 1`,
+//! metric names with `:`, values it cannot parse), silently loses labels whose
+//! value contains `,` or `=`, mangles labels written with blanks inside the
+//! braces, does not decode escapes, and returns `Ok` with zero samples for
+//! binary garbage (see `PROMETHEUS-PARSE.md` and
+//! `tests/exposition_differential.rs`). A dropped failure
 //! sample undercounts failures, and the governor then pushes harder into a
 //! target that is already failing. Here every line that is not blank and not a
 //! `#` comment either becomes a sample, with all labels unescaped, or fails the
