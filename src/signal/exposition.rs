@@ -1,10 +1,12 @@
 //! Prometheus text exposition (0.0.4) and OpenMetrics 1.0 text parser.
 //!
 //! Why our own parser: `prometheus-parse` 0.2.5 silently drops valid samples
-//! (a label value such as `route="/users/{id}"`, spaces inside braces, an empty
-//! label set `a{} 1`, metric names with `:`), silently loses labels whose value
-//! contains `,` or `=`, does not decode escapes, and returns `Ok` with zero
-//! samples for binary garbage (see `PROMETHEUS-PARSE.md`). A dropped failure
+//! (a label value such as `route="/users/{id}"`, an empty label set `a{} 1`,
+//! metric names with `:`, values it cannot parse), silently loses labels whose
+//! value contains `,` or `=`, mangles labels written with blanks inside the
+//! braces, does not decode escapes, and returns `Ok` with zero samples for
+//! binary garbage (see `PROMETHEUS-PARSE.md` and
+//! `tests/exposition_differential.rs`). A dropped failure
 //! sample undercounts failures, and the governor then pushes harder into a
 //! target that is already failing. Here every line that is not blank and not a
 //! `#` comment either becomes a sample, with all labels unescaped, or fails the
@@ -355,15 +357,24 @@ const EXCERPT_CHARS: usize = 40;
 
 /// `s` shortened for an error message, with control characters escaped.
 fn excerpt(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .take(EXCERPT_CHARS)
-        .flat_map(char::escape_debug)
-        .collect();
+    let mut out = String::new();
+    for c in s.chars().take(EXCERPT_CHARS) {
+        push_printable(&mut out, c);
+    }
     if s.chars().nth(EXCERPT_CHARS).is_some() {
         out.push_str("...");
     }
     out
+}
+
+/// Appends `c`, escaped only when it is a control character, so a message
+/// shows `"` and `\\` as they are but never breaks a log line.
+pub(crate) fn push_printable(out: &mut String, c: char) {
+    if c.is_control() {
+        out.extend(c.escape_debug());
+    } else {
+        out.push(c);
+    }
 }
 
 /// A position inside one line. All offsets it stops at are on ASCII bytes or
@@ -406,7 +417,12 @@ impl<'t> Cursor<'t> {
             .get(self.pos..)
             .and_then(|rest| rest.chars().next())
         {
-            Some(c) => format!("`{}`", c.escape_debug()),
+            Some(c) => {
+                let mut out = String::from("`");
+                push_printable(&mut out, c);
+                out.push('`');
+                out
+            }
             None => "the end of the line".to_owned(),
         }
     }
@@ -678,7 +694,7 @@ impl<'t> Cursor<'t> {
                                 reason: format!(
                                     "invalid escape `\\{}` in label {what}: only `\\\\`, \
                                      `\\\"` and `\\n` are allowed",
-                                    escaped.escape_debug()
+                                    excerpt(escaped.encode_utf8(&mut [0; 4]))
                                 ),
                             });
                         }
@@ -939,7 +955,7 @@ mod tests {
                 sample("a", &[], 1.2345678901234567e19),
             ),
             ("a 0.1", sample("a", &[], 0.1)),
-            ("a 3.14159265358979", sample("a", &[], 3.14159265358979)),
+            ("a 1234.56789012345", sample("a", &[], 1234.56789012345)),
             ("a 0.000000000000001", sample("a", &[], 1e-15)),
             ("a Inf", sample("a", &[], f64::INFINITY)),
             ("a inf", sample("a", &[], f64::INFINITY)),
@@ -1034,7 +1050,7 @@ mod tests {
                 9,
                 "expected `,` or `}` after the value of label `b`",
             ),
-            ("a{b=\"c\"", 1, 9, "unterminated label set"),
+            ("a{b=\"c\"", 1, 8, "unterminated label set"),
             ("a{,} 1", 1, 3, "expected a label name or `}`"),
             ("a{b=\"c\",,} 1", 1, 9, "expected a label name or `}`"),
             ("a{1b=\"c\"} 1", 1, 3, "expected a label name"),
@@ -1053,7 +1069,7 @@ mod tests {
             (
                 "# HELP a x\n\na 1\r\nb{c=\"\\x\"} 2\r\n",
                 4,
-                5,
+                6,
                 "invalid escape",
             ),
             ("a 1\n# EOF\nb 2\n", 3, 1, "content after `# EOF` on line 2"),
