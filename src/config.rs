@@ -520,7 +520,7 @@ fn param_field(e: &ParamError) -> &'static str {
         }
         ParamError::HighOutOfRange(_) => "high",
         ParamError::LowOutOfRange { .. } => "low",
-        ParamError::FloorAboveCeiling { .. } => "floor",
+        ParamError::FloorAboveCeiling { .. } | ParamError::ZeroFloor => "floor",
         ParamError::StartOutOfRange { .. } => "start",
         ParamError::CeilingRequired => "ceiling",
     }
