@@ -28,6 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
+use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError, Params};
 
 /// The whole config file.
@@ -46,14 +47,30 @@ pub struct ServerConfig {
     /// Address for `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Keeps each target's congestion memory (`last_bad`, streak) across
+    /// restarts of the controller; written atomically after every change.
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: default_listen(),
+            state_file: None,
         }
     }
+}
+
+/// What to do after `signal_loss_windows` consecutive windows without a
+/// valid signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnSignalLoss {
+    /// Keep the committed offer.
+    Hold,
+    /// Write the floor: the governor assumes the most fragile target.
+    #[default]
+    Floor,
 }
 
 fn default_listen() -> SocketAddr {
@@ -101,10 +118,20 @@ pub struct TargetConfig {
     /// What to write on shutdown.
     #[serde(default)]
     pub on_exit: OnExit,
+    /// Consecutive windows without a valid signal before `on_signal_loss`.
+    #[serde(default = "default_signal_loss_windows")]
+    pub signal_loss_windows: u32,
+    /// What to do when the signal is lost.
+    #[serde(default)]
+    pub on_signal_loss: OnSignalLoss,
     /// Where counters come from.
     pub signal: SignalConfig,
     /// Where offers go.
     pub control: ControlConfig,
+}
+
+fn default_signal_loss_windows() -> u32 {
+    3
 }
 
 fn default_window() -> Duration {
@@ -134,6 +161,13 @@ pub enum SignalConfig {
 }
 
 impl SignalConfig {
+    /// The TLS settings, when the kind talks HTTP(S).
+    pub fn tls(&self) -> Option<&TlsConfig> {
+        match self {
+            SignalConfig::Prometheus(p) => Some(&p.tls),
+        }
+    }
+
     /// The config spelling of the kind.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -163,9 +197,29 @@ pub struct PrometheusSignalConfig {
         serialize_with = "ser_duration"
     )]
     pub timeout: Duration,
-    /// Extra request headers.
+    /// Extra request headers (no credentials: use `auth`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Credentials, read from files or environment variables.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// TLS: custom CA bundle and client certificate.
+    #[serde(default)]
+    pub tls: TlsConfig,
+    /// Largest scrape body accepted; larger ones are refused and counted.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Most samples accepted in one scrape.
+    #[serde(default = "default_max_samples")]
+    pub max_samples: usize,
+}
+
+fn default_max_body_bytes() -> usize {
+    crate::signal::http::DEFAULT_MAX_BODY_BYTES
+}
+
+fn default_max_samples() -> usize {
+    1_000_000
 }
 
 fn default_signal_timeout() -> Duration {
@@ -181,6 +235,13 @@ pub enum ControlConfig {
 }
 
 impl ControlConfig {
+    /// The TLS settings, when the kind talks HTTP(S).
+    pub fn tls(&self) -> Option<&TlsConfig> {
+        match self {
+            ControlConfig::Http(h) => Some(&h.tls),
+        }
+    }
+
     /// The config spelling of the kind.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -211,9 +272,15 @@ pub struct HttpControlConfig {
         serialize_with = "ser_duration"
     )]
     pub timeout: Duration,
-    /// Extra request headers.
+    /// Extra request headers (no credentials: use `auth`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Credentials for the write and the read-back.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// TLS for the write and the read-back.
+    #[serde(default)]
+    pub tls: TlsConfig,
     /// How the committed offer is read back; without it, `signal.offer`.
     pub read_back: Option<ReadBackConfig>,
     /// Read-backs tried before a write counts as unconfirmed.
@@ -429,6 +496,9 @@ impl Config {
             if t.window.is_zero() {
                 err("window", "must be longer than 0s, e.g. \"2s\"".into());
             }
+            if t.signal_loss_windows == 0 {
+                err("signal_loss_windows", "must be at least 1".into());
+            }
             let SignalConfig::Prometheus(s) = &t.signal;
             check_url(&mut err, "signal.url", &s.url);
             match (&s.attempts, &s.successes) {
@@ -457,6 +527,13 @@ impl Config {
             if s.timeout.is_zero() {
                 err("signal.timeout", "must be longer than 0s".into());
             }
+            if s.max_body_bytes == 0 || s.max_samples == 0 {
+                err(
+                    "signal.max_body_bytes",
+                    "limits must be greater than 0".into(),
+                );
+            }
+            check_secrets(&mut err, "signal", &s.auth, &s.tls, &s.headers);
             let ControlConfig::Http(c) = &t.control;
             check_url(&mut err, "control.url", &c.url.replace("{{value}}", "1"));
             if reqwest::Method::from_bytes(c.method.as_bytes()).is_err() {
@@ -468,6 +545,7 @@ impl Config {
             if c.timeout.is_zero() {
                 err("control.timeout", "must be longer than 0s".into());
             }
+            check_secrets(&mut err, "control", &c.auth, &c.tls, &c.headers);
             if c.confirm_attempts == 0 {
                 err("control.confirm_attempts", "must be at least 1".into());
             }
@@ -499,8 +577,39 @@ impl Config {
     }
 }
 
+/// Credentials must come from files or the environment, never inline.
+fn check_secrets(
+    err: &mut impl FnMut(&str, String),
+    prefix: &str,
+    auth: &AuthConfig,
+    tls: &TlsConfig,
+    headers: &BTreeMap<String, String>,
+) {
+    if let Err(e) = Credentials::resolve(auth) {
+        err(&format!("{prefix}.auth"), e.to_string());
+    }
+    if !tls.is_empty() {
+        if let Err(e) = crate::auth::apply_tls(reqwest::Client::builder(), tls) {
+            err(&format!("{prefix}.tls"), e.to_string());
+        }
+    }
+    for name in headers.keys() {
+        let lower = name.to_ascii_lowercase();
+        if lower == "authorization" || lower == "proxy-authorization" || lower == "cookie" {
+            err(
+                &format!("{prefix}.headers"),
+                format!("`{name}` carries a credential; put it in `{prefix}.auth` (bearer_token_file/_env or username + password_file/_env) so it is never inline"),
+            );
+        }
+    }
+}
+
 fn check_url(err: &mut impl FnMut(&str, String), field: &str, url: &str) {
     match reqwest::Url::parse(url) {
+        Ok(u) if !u.username().is_empty() || u.password().is_some() => err(
+            field,
+            "credentials in the URL are not allowed (they would be logged); use `auth` with a password file or environment variable".into(),
+        ),
         Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
         Ok(u) => err(
             field,

@@ -22,6 +22,7 @@
 //!
 //! | module | what lives there |
 //! |---|---|
+//! | [`auth`] | credentials (from files or env, always redacted) and TLS for talking to tools |
 //! | [`cli`] | the command-line interface (clap definitions) |
 //! | [`config`] | the TOML config and its validation |
 //! | [`target`] | one target's loop: read → window → decide → write |
@@ -29,8 +30,10 @@
 //! | [`demo`] | the built-in demo: sim + controller + report in one process |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
 //! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
+//! | [`state`] | the state file: congestion memory kept across controller restarts |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod control;
@@ -40,6 +43,7 @@ pub mod replay;
 pub mod report;
 pub mod signal;
 pub mod sim;
+pub mod state;
 pub mod supervisor;
 pub mod target;
 pub mod telemetry;

@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::control::Actuator;
 use crate::report::{self, Report, SteadyRule, TargetReport};
 use crate::signal::Source;
+use crate::state::StateStore;
 use crate::target::TargetTask;
 use crate::telemetry::{server, Telemetry};
 
@@ -42,6 +43,9 @@ pub enum SupervisorError {
         /// What went wrong.
         reason: String,
     },
+    /// The state file could not be read.
+    #[error("{0}")]
+    State(String),
     /// The telemetry listener could not be bound.
     #[error(
         "cannot listen on {addr}: {source} (is another process using it? set [server] listen)"
@@ -58,6 +62,26 @@ pub enum SupervisorError {
 /// The shared HTTP client: pooled connections, a connect timeout, and no
 /// redirects to other hosts.
 pub fn http_client() -> Result<reqwest::Client, SupervisorError> {
+    client_builder()
+        .build()
+        .map_err(|e| SupervisorError::Client(e.to_string()))
+}
+
+/// A client for a TLS config: the shared one when it is empty.
+pub fn client_for(
+    shared: &reqwest::Client,
+    tls: &crate::auth::TlsConfig,
+) -> Result<reqwest::Client, String> {
+    if tls.is_empty() {
+        return Ok(shared.clone());
+    }
+    crate::auth::apply_tls(client_builder(), tls)
+        .map_err(|e| format!("tls: {e}"))?
+        .build()
+        .map_err(|e| format!("tls: {e}"))
+}
+
+fn client_builder() -> reqwest::ClientBuilder {
     let policy = reqwest::redirect::Policy::custom(|attempt| {
         let same_host = attempt
             .previous()
@@ -75,8 +99,6 @@ pub fn http_client() -> Result<reqwest::Client, SupervisorError> {
         .redirect(policy)
         .pool_idle_timeout(Duration::from_secs(30))
         .user_agent(concat!("throttle-governor/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| SupervisorError::Client(e.to_string()))
 }
 
 /// Builds the task of every target.
@@ -84,6 +106,7 @@ pub fn build_tasks(
     config: &Config,
     telemetry: &Arc<Telemetry>,
     opts: &RunOptions,
+    state: Option<Arc<StateStore>>,
 ) -> Result<Vec<TargetTask>, SupervisorError> {
     let client = http_client()?;
     let mut tasks = Vec::new();
@@ -99,8 +122,12 @@ pub fn build_tasks(
                 .collect::<Vec<_>>()
                 .join("; "))
         })?;
-        let source = Source::new(&t.signal, client.clone()).map_err(err)?;
-        let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, client.clone())
+        let no_tls = crate::auth::TlsConfig::default();
+        let signal_client = client_for(&client, t.signal.tls().unwrap_or(&no_tls)).map_err(&err)?;
+        let control_client =
+            client_for(&client, t.control.tls().unwrap_or(&no_tls)).map_err(&err)?;
+        let source = Source::new(&t.signal, signal_client).map_err(&err)?;
+        let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, control_client)
             .map_err(|e| err(e.to_string()))?;
         tasks.push(TargetTask {
             config: t.clone(),
@@ -109,6 +136,7 @@ pub fn build_tasks(
             actuator,
             telemetry: telemetry.clone(),
             dry_run: opts.dry_run,
+            state: state.clone(),
         });
     }
     Ok(tasks)
@@ -124,6 +152,7 @@ pub struct Running {
     targets: JoinSet<()>,
     server: tokio::task::JoinHandle<()>,
     server_cancel: CancellationToken,
+    state: Option<Arc<StateStore>>,
 }
 
 /// Starts the server and every target; returns at once.
@@ -133,7 +162,13 @@ pub async fn start(
     listener: Option<tokio::net::TcpListener>,
 ) -> Result<Running, SupervisorError> {
     let telemetry = Arc::new(Telemetry::default());
-    let tasks = build_tasks(config, &telemetry, &opts)?;
+    let state = match &config.server.state_file {
+        Some(path) => Some(Arc::new(
+            StateStore::open(path).map_err(|e| SupervisorError::State(e.to_string()))?,
+        )),
+        None => None,
+    };
+    let tasks = build_tasks(config, &telemetry, &opts, state.clone())?;
     let listener = match listener {
         Some(l) => l,
         None => tokio::net::TcpListener::bind(config.server.listen)
@@ -163,6 +198,21 @@ pub async fn start(
     for task in tasks {
         targets.spawn(task.run(cancel.child_token()));
     }
+    if let Some(store) = state.clone() {
+        let token = cancel.child_token();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                if let Err(e) = store.flush() {
+                    warn!(error = %e, "Cannot write the state file");
+                }
+            }
+        });
+    }
     Ok(Running {
         telemetry,
         addr,
@@ -170,6 +220,7 @@ pub async fn start(
         targets,
         server,
         server_cancel,
+        state,
     })
 }
 
@@ -241,6 +292,11 @@ impl Running {
             warn!("Targets did not stop within {grace:?}; aborting them");
             self.targets.abort_all();
             while self.targets.join_next().await.is_some() {}
+        }
+        if let Some(store) = &self.state {
+            if let Err(e) = store.flush() {
+                warn!(error = %e, "Cannot write the state file");
+            }
         }
         self.server_cancel.cancel();
         let _ = tokio::time::timeout(server::SHUTDOWN_GRACE, &mut self.server).await;

@@ -126,7 +126,16 @@ impl Actuator {
     ) -> Result<Self, ControlError> {
         let ControlConfig::Http(h) = cfg;
         let read_back = match &h.read_back {
-            Some(rb) => ReadBack::Http(http::JsonReadBack::new(rb, h.timeout, client.clone())),
+            Some(rb) => {
+                let creds = crate::auth::Credentials::resolve(&h.auth)
+                    .map_err(|e| ControlError::Config(format!("auth: {e}")))?;
+                ReadBack::Http(http::JsonReadBack::new(
+                    rb,
+                    h.timeout,
+                    creds,
+                    client.clone(),
+                ))
+            }
             None if signal.has_offer() => ReadBack::Signal(Box::new(signal.clone())),
             None => {
                 return Err(ControlError::Config(

@@ -105,6 +105,10 @@ pub struct Metrics {
     pub signal_errors: Family<ErrorLabels, Counter>,
     /// `throttle_signal_up` (1 when the last window had a valid signal)
     pub signal_up: Family<TargetLabel, GaugeF>,
+    /// `throttle_signal_lost` (1 while the signal-loss policy is in force)
+    pub signal_lost: Family<TargetLabel, GaugeF>,
+    /// `throttle_tool_restarts_total`
+    pub tool_restarts: Family<TargetLabel, Counter>,
     /// `throttle_control_writes_total`
     pub writes: Family<WriteLabels, Counter>,
     /// `throttle_control_errors_total`
@@ -144,6 +148,8 @@ impl Metrics {
             counter_resets: Family::default(),
             signal_errors: Family::default(),
             signal_up: Family::default(),
+            signal_lost: Family::default(),
+            tool_restarts: Family::default(),
             writes: Family::default(),
             control_errors: Family::default(),
             outside_changes: Family::default(),
@@ -276,6 +282,8 @@ impl Metrics {
         self.last_bad.get_or_create(&l).set(f64::NAN);
         self.clean_streak.get_or_create(&l).set(0.0);
         self.signal_up.get_or_create(&l).set(0.0);
+        self.signal_lost.get_or_create(&l).set(0.0);
+        self.tool_restarts.get_or_create(&l).inc_by(0);
         // Counters start at 0 so that rate() and alerts see them from the start.
         self.attempts.get_or_create(&l).inc_by(0.0);
         self.failures.get_or_create(&l).inc_by(0.0);
@@ -306,6 +314,7 @@ impl Metrics {
             &self.window_failures,
             &self.clean_streak,
             &self.signal_up,
+            &self.signal_lost,
         ] {
             f.remove(&l);
         }
@@ -314,6 +323,7 @@ impl Metrics {
         self.memory_clears.remove(&l);
         self.counter_resets.remove(&l);
         self.outside_changes.remove(&l);
+        self.tool_restarts.remove(&l);
         self.read_duration.remove(&l);
         self.write_duration.remove(&l);
     }

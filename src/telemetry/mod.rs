@@ -84,6 +84,8 @@ pub struct TargetStatus {
     pub pending_write: Option<f64>,
     /// Whether this target runs without writing.
     pub dry_run: bool,
+    /// Whether the signal-loss policy is in force.
+    pub signal_lost: bool,
 }
 
 /// Metrics, status and history shared by every target task and the server.
