@@ -245,6 +245,16 @@ impl Metrics {
             m.signal_up.clone(),
         );
         registry.register(
+            "throttle_signal_lost",
+            "1 while the signal-loss policy is in force (signal_loss_windows invalid windows in a row)",
+            m.signal_lost.clone(),
+        );
+        registry.register(
+            "throttle_tool_restarts",
+            "Tool restarts detected (counters reset and the knob moved); the committed offer is re-published",
+            m.tool_restarts.clone(),
+        );
+        registry.register(
             "throttle_control_writes",
             "Offer writes by result: confirmed, failed or unconfirmed",
             m.writes.clone(),

@@ -35,6 +35,12 @@ pub enum Fault {
     MissingFailures,
     /// Serve NaN counters.
     NanCounters,
+    /// Serve +Inf counters.
+    InfCounters,
+    /// Serve negative counters.
+    NegativeCounters,
+    /// Serve a body of this many bytes (valid text, padded with comments).
+    OversizeBody(usize),
     /// Answer admin writes with this status.
     AdminStatus(u16),
     /// Accept admin writes but never apply them.
@@ -178,6 +184,8 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>) -> Response {
         let st = s.lock().unwrap();
         let (a, f) = match st.fault {
             Fault::NanCounters => (f64::NAN, f64::NAN),
+            Fault::InfCounters => (f64::INFINITY, 0.0),
+            Fault::NegativeCounters => (-5.0, -1.0),
             _ => (st.attempts, st.failures),
         };
         let mut body = format!(
@@ -195,6 +203,11 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>) -> Response {
             "# HELP fake_workers Workers.\n# TYPE fake_workers gauge\nfake_workers {}\n",
             st.workers
         ));
+        if let Fault::OversizeBody(n) = st.fault {
+            while body.len() < n {
+                body.push_str("# padding padding padding padding padding padding padding\n");
+            }
+        }
         (st.fault.clone(), body)
     };
     match fault {
@@ -293,4 +306,57 @@ pub fn require_tool_quiet(tool: &str) -> bool {
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false)
+}
+
+/// A raw TCP server that accepts and then misbehaves at the byte level.
+pub enum RawMode {
+    /// Accept, read the request, never answer.
+    Hang,
+    /// Send headers promising 1000 bytes, then one byte every 200 ms.
+    SlowBody,
+}
+
+/// Starts a raw misbehaving server; returns its address. It runs until the test ends.
+pub async fn raw_server(mode: RawMode) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let slow = matches!(mode, RawMode::SlowBody);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                if slow {
+                    let _ = sock
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n")
+                        .await;
+                    for _ in 0..1000 {
+                        if sock.write_all(b"#").await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                } else {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Sums a selector over the controller's /metrics (None when absent).
+pub async fn metric(controller: SocketAddr, selector: &str) -> Option<f64> {
+    let text = get_text(&format!("http://{controller}/metrics")).await;
+    let sel: throttle_governor::signal::selector::Selector = selector.parse().unwrap();
+    let limits = throttle_governor::signal::exposition::Limits::default();
+    throttle_governor::signal::selector::sum_many(&text, &[&sel], &limits)
+        .unwrap()
+        .into_iter()
+        .next()
+        .flatten()
 }
