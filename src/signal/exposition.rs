@@ -212,6 +212,8 @@ pub fn for_each_sample<'t, F>(
 where
     F: FnMut(SampleRef<'_>),
 {
+    // A byte order mark is not data; some Windows tools write one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut labels: Vec<LabelRef<'t>> = Vec::new();
     let mut count = 0usize;
     let mut eof_line: Option<usize> = None;
@@ -1261,6 +1263,13 @@ mod tests {
         let text = "# HELP a The \"a\" {metric}.\n#TYPE a counter\n  # indented comment\n\n\
                     a 1\n#\n   \t\nb 2\n# EOF\n\n\r\n";
         assert_eq!(ok(text), [sample("a", &[], 1.0), sample("b", &[], 2.0)]);
+    }
+
+    #[test]
+    fn leading_byte_order_mark_is_skipped() {
+        assert_eq!(ok("\u{feff}a 1\n"), [sample("a", &[], 1.0)]);
+        // Only at the very start.
+        assert_eq!(err("a 1\n\u{feff}b 2\n").error_type(), "parse");
     }
 
     #[test]

@@ -12,6 +12,20 @@
 //! counter must surface as a signal error, not as "no failures". Use
 //! [`sum_many`] to evaluate all of a target's selectors in one streaming pass
 //! over the scrape text.
+//!
+//! ```
+//! use throttle_governor::signal::exposition::Limits;
+//! use throttle_governor::signal::selector::{sum_many, Selector};
+//!
+//! let scrape = "reqs{result=\"ok\"} 90\n\
+//!               reqs{result=\"failure\",route=\"/users/{id}\"} 10\n";
+//! let attempts: Selector = "reqs".parse()?;
+//! let failures: Selector = r#"reqs{result=~"failure|timeout"}"#.parse()?;
+//! let renamed: Selector = "requests_total".parse()?;
+//! let sums = sum_many(scrape, &[&attempts, &failures, &renamed], &Limits::default())?;
+//! assert_eq!(sums, [Some(100.0), Some(10.0), None]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fmt;
 use std::str::FromStr;
@@ -550,13 +564,16 @@ impl<'s> Lexer<'s> {
             let value = self.string()?;
             let regex = match op {
                 MatchOp::Regex | MatchOp::NotRegex => {
-                    Some(Regex::new(&format!("^(?s:{value})$")).map_err(|e| {
-                        SelectorError::Regex {
+                    // Checked alone first, so that an unbalanced `a)|(b`
+                    // cannot escape the anchors once wrapped.
+                    let anchored = Regex::new(&value)
+                        .and_then(|_| Regex::new(&format!("^(?s:{value})$")))
+                        .map_err(|e| SelectorError::Regex {
                             label: label.clone(),
                             column: self.column_at(value_at),
                             reason: regex_reason(&e),
-                        }
-                    })?)
+                        })?;
+                    Some(anchored)
                 }
                 MatchOp::Equal | MatchOp::NotEqual => None,
             };
@@ -992,6 +1009,13 @@ mod tests {
                 text.starts_with(message),
                 "{src:?}:\n got {text}\nwant {message}"
             );
+        }
+    }
+
+    #[test]
+    fn unbalanced_regex_cannot_escape_the_anchors() {
+        for src in [r#"a{x=~"b)|(c"}"#, r#"a{x=~"b)|.*|(c"}"#, r#"a{x!~")"}"#] {
+            assert!(matches!(bad(src), SelectorError::Regex { .. }), "{src}");
         }
     }
 
