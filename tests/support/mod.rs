@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -60,6 +60,8 @@ pub struct FakeState {
     pub fault: Fault,
     /// Attempts per worker per tick.
     pub per_worker: f64,
+    /// Required `Authorization` header on /metrics and on the admin API.
+    pub require: Option<(String, String)>,
 }
 
 /// A running fake tool.
@@ -88,6 +90,7 @@ impl FakeTool {
             writes: 0,
             fault: Fault::None,
             per_worker: 1.0,
+            require: None,
         }));
         let app = Router::new()
             .route("/metrics", get(metrics))
@@ -179,9 +182,25 @@ json_pointer = "/workers"
     }
 }
 
-async fn metrics(State(s): State<Arc<Mutex<FakeState>>>) -> Response {
+fn authorized(st: &FakeState, headers: &HeaderMap, admin: bool) -> bool {
+    match &st.require {
+        None => true,
+        Some((metrics, admin_auth)) => {
+            let want = if admin { admin_auth } else { metrics };
+            headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v == want)
+        }
+    }
+}
+
+async fn metrics(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> Response {
     let (fault, body) = {
         let st = s.lock().unwrap();
+        if !authorized(&st, &headers, false) {
+            return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+        }
         let (a, f) = match st.fault {
             Fault::NanCounters => (f64::NAN, f64::NAN),
             Fault::InfCounters => (f64::INFINITY, 0.0),
@@ -223,13 +242,26 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>) -> Response {
     }
 }
 
-async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>) -> Json<serde_json::Value> {
-    let w = s.lock().unwrap().workers;
-    Json(serde_json::json!({ "workers": w }))
+async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> Response {
+    let st = s.lock().unwrap();
+    if !authorized(&st, &headers, true) {
+        return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+    }
+    Json(serde_json::json!({ "workers": st.workers })).into_response()
 }
 
-async fn put_workers(State(s): State<Arc<Mutex<FakeState>>>, body: String) -> Response {
-    let fault = s.lock().unwrap().fault.clone();
+async fn put_workers(
+    State(s): State<Arc<Mutex<FakeState>>>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let fault = {
+        let st = s.lock().unwrap();
+        if !authorized(&st, &headers, true) {
+            return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+        }
+        st.fault.clone()
+    };
     match fault {
         Fault::AdminStatus(code) => {
             return (StatusCode::from_u16(code).unwrap(), "refused").into_response()
