@@ -302,7 +302,8 @@ impl fmt::Display for Selector {
                 }
                 f.write_str("{")?;
             }
-            Some(name) if !name_matcher_inside => {
+            // The quoted-name form cannot hold an empty name; spell it out.
+            Some(name) if !name_matcher_inside && !name.is_empty() => {
                 f.write_str("{")?;
                 write_string(f, name)?;
                 first = false;
