@@ -96,10 +96,18 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         windows: args.steady_windows,
         band: args.steady_band,
     };
+    let reports = args.report_json.is_some() || args.report_html.is_some();
+    let history_limit = if reports {
+        throttle_governor::telemetry::HISTORY_LIMIT
+    } else {
+        args.steady_windows
+            .max(throttle_governor::telemetry::SHORT_HISTORY)
+    };
     let running = supervisor::start(
         &config,
         RunOptions {
             dry_run: args.dry_run,
+            history_limit,
         },
         None,
     )

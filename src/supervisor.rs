@@ -23,10 +23,21 @@ use crate::target::TargetTask;
 use crate::telemetry::{server, Telemetry};
 
 /// Options of `run` beyond the config file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Read and decide, never write.
     pub dry_run: bool,
+    /// Windows of history kept per target (for reports and steadiness).
+    pub history_limit: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            dry_run: false,
+            history_limit: crate::telemetry::HISTORY_LIMIT,
+        }
+    }
 }
 
 /// Why the controller could not start.
@@ -161,7 +172,7 @@ pub async fn start(
     opts: RunOptions,
     listener: Option<tokio::net::TcpListener>,
 ) -> Result<Running, SupervisorError> {
-    let telemetry = Arc::new(Telemetry::default());
+    let telemetry = Arc::new(Telemetry::with_history(opts.history_limit));
     let state = match &config.server.state_file {
         Some(path) => Some(Arc::new(
             StateStore::open(path).map_err(|e| SupervisorError::State(e.to_string()))?,

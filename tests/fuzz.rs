@@ -32,10 +32,48 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "{", "}", "\"", "\\", "\\\"", "\\n", "=", "!=", "=~", "!~", ",", " ", "\n", "\r\n", "#", "# TYPE ",
-    "# HELP ", "# EOF", "NaN", "+Inf", "-Inf", "1e308", "-0", "0x1", "{__name__=\"a\"}", "é", "\u{0}",
-    "[[targets]]", "[targets.signal]", "kind = \"prometheus\"", "window = \"", "\"2s\"", "'", ".*",
-    "(", ")", "|", "_total", "le=\"+Inf\"", "  ", "\t", "\u{feff}",
+    "{",
+    "}",
+    "\"",
+    "\\",
+    "\\\"",
+    "\\n",
+    "=",
+    "!=",
+    "=~",
+    "!~",
+    ",",
+    " ",
+    "\n",
+    "\r\n",
+    "#",
+    "# TYPE ",
+    "# HELP ",
+    "# EOF",
+    "NaN",
+    "+Inf",
+    "-Inf",
+    "1e308",
+    "-0",
+    "0x1",
+    "{__name__=\"a\"}",
+    "é",
+    "\u{0}",
+    "[[targets]]",
+    "[targets.signal]",
+    "kind = \"prometheus\"",
+    "window = \"",
+    "\"2s\"",
+    "'",
+    ".*",
+    "(",
+    ")",
+    "|",
+    "_total",
+    "le=\"+Inf\"",
+    "  ",
+    "\t",
+    "\u{feff}",
 ];
 
 fn mutate(rng: &mut Rng, corpus: &[&str]) -> String {
@@ -86,7 +124,10 @@ fn iters() -> usize {
 }
 
 fn seed() -> u64 {
-    std::env::var("FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+    std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
 }
 
 #[test]
@@ -127,7 +168,9 @@ fn fuzz_exposition() {
     ];
     let sel_a: Selector = "a_total{result=\"failure\"}".parse().unwrap();
     let sel_any: Selector = "{__name__=~\".+\"}".parse().unwrap();
-    let limits = Limits { max_samples: 10_000 };
+    let limits = Limits {
+        max_samples: 10_000,
+    };
     let mut rng = Rng(seed() ^ 0xE);
     for _ in 0..iters() {
         let input = mutate(&mut rng, &corpus);
@@ -139,7 +182,9 @@ fn fuzz_exposition() {
                 let total: f64 = samples.iter().map(|x| x.value).sum();
                 match s[1] {
                     Some(v) => assert!(
-                        v == total || (v.is_nan() && total.is_nan()) || (v - total).abs() <= 1e-9 * total.abs().max(1.0),
+                        v == total
+                            || (v.is_nan() && total.is_nan())
+                            || (v - total).abs() <= 1e-9 * total.abs().max(1.0),
                         "sum {v} != {total} for {input:?}"
                     ),
                     None => assert!(samples.is_empty()),

@@ -140,9 +140,16 @@ async fn outside_writer_is_stepped_from() {
 async fn dry_run_never_writes() {
     let tool = FakeTool::start(40.0, 7.0).await;
     let cfg = config("127.0.0.1:0", &tool.target_toml("dry", 200, 100, ""));
-    let running = supervisor::start(&cfg, RunOptions { dry_run: true }, None)
-        .await
-        .unwrap();
+    let running = supervisor::start(
+        &cfg,
+        RunOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+        None,
+    )
+    .await
+    .unwrap();
     let ctl = running.addr;
     assert!(
         wait_for(Duration::from_secs(5), || async {
@@ -278,7 +285,9 @@ async fn state_file_keeps_memory_across_restarts() {
     );
     let cfg = Config::parse(&text).unwrap();
 
-    let running = supervisor::start(&cfg, RunOptions::default(), None).await.unwrap();
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
     let ctl = running.addr;
     assert!(
         wait_for(Duration::from_secs(10), || async {
@@ -286,7 +295,9 @@ async fn state_file_keeps_memory_across_restarts() {
         })
         .await
     );
-    let last_bad = target_status(ctl, "mem").await["last_bad"].as_f64().unwrap();
+    let last_bad = target_status(ctl, "mem").await["last_bad"]
+        .as_f64()
+        .unwrap();
     running.shutdown(Duration::from_secs(5)).await;
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
@@ -294,9 +305,13 @@ async fn state_file_keeps_memory_across_restarts() {
 
     // A restarted controller remembers the wall: it reclimbs (at most 1.5x
     // toward 0.75 * last_bad), it does not slow-start by doubling into it.
-    let running = supervisor::start(&cfg, RunOptions::default(), None).await.unwrap();
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
     let ctl = running.addr;
-    assert!(target_status(ctl, "mem").await["last_bad"].as_f64().is_some());
+    assert!(target_status(ctl, "mem").await["last_bad"]
+        .as_f64()
+        .is_some());
     assert!(
         wait_for(Duration::from_secs(5), || async {
             get_text(&format!("http://{ctl}/metrics"))

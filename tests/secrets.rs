@@ -28,7 +28,11 @@ fn basic(user: &str, pw: &str) -> String {
     let bytes = input.as_bytes();
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
         for i in 0..4 {
             if i <= chunk.len() {
@@ -72,7 +76,11 @@ async fn secrets_never_appear_anywhere() {
         format!("Bearer {TOKEN_FILE_SECRET}"),
         basic("ops", PASSWORD_ENV_SECRET),
     ));
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let path = dir().join("secret.toml");
     std::fs::write(&path, config(&tool, &format!("127.0.0.1:{port}"))).unwrap();
 
@@ -82,7 +90,11 @@ async fn secrets_never_appear_anywhere() {
         .env("TG_TEST_ADMIN_PASSWORD", PASSWORD_ENV_SECRET)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_clean("check", &String::from_utf8_lossy(&out.stdout));
     assert_clean("check", &String::from_utf8_lossy(&out.stderr));
 
@@ -91,10 +103,17 @@ async fn secrets_never_appear_anywhere() {
         let html = dir().join(format!("r-{format}.html"));
         let mut child = Command::new(BIN)
             .args([
-                "--log-format", format, "run", "--config", path.to_str().unwrap(),
-                "--max-duration", "4s",
-                "--report-json", json.to_str().unwrap(),
-                "--report-html", html.to_str().unwrap(),
+                "--log-format",
+                format,
+                "run",
+                "--config",
+                path.to_str().unwrap(),
+                "--max-duration",
+                "4s",
+                "--report-json",
+                json.to_str().unwrap(),
+                "--report-html",
+                html.to_str().unwrap(),
             ])
             .env("TG_TEST_ADMIN_PASSWORD", PASSWORD_ENV_SECRET)
             .env("RUST_LOG", "trace")
@@ -109,7 +128,10 @@ async fn secrets_never_appear_anywhere() {
             let a = reqwest::get(format!("http://127.0.0.1:{port}/api/v1/targets")).await;
             let m = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await;
             if let (Ok(a), Ok(m)) = (a, m) {
-                let (a, m) = (a.text().await.unwrap_or_default(), m.text().await.unwrap_or_default());
+                let (a, m) = (
+                    a.text().await.unwrap_or_default(),
+                    m.text().await.unwrap_or_default(),
+                );
                 let windows = serde_json::from_str::<serde_json::Value>(&a)
                     .ok()
                     .and_then(|v| v["targets"][0]["windows"].as_u64())
@@ -122,7 +144,10 @@ async fn secrets_never_appear_anywhere() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert!(api.contains("secret"), "API never answered: {api}");
-        let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(out.status.success(), "{stderr}");
         // The secrets were really used: the tool accepted the requests.
@@ -139,16 +164,36 @@ async fn secrets_never_appear_anywhere() {
 
 #[test]
 fn inline_credentials_are_refused() {
-    let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml")).unwrap();
+    let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"))
+        .unwrap();
     let path = dir().join("inline.toml");
     let bad = good
-        .replace("http://127.0.0.1:9100/metrics", "http://user:hunter2@127.0.0.1:9100/metrics")
-        .replace("# headers = { \"X-Scope-OrgID\" = \"load\" }", "headers = { Authorization = \"Bearer hunter2\" }");
+        .replace(
+            "http://127.0.0.1:9100/metrics",
+            "http://user:hunter2@127.0.0.1:9100/metrics",
+        )
+        .replace(
+            "# headers = { \"X-Scope-OrgID\" = \"load\" }",
+            "headers = { Authorization = \"Bearer hunter2\" }",
+        );
     std::fs::write(&path, bad).unwrap();
-    let out = Command::new(BIN).args(["check", "--config", path.to_str().unwrap()]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["check", "--config", path.to_str().unwrap()])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("targets[checkout].signal.url") && stderr.contains("credentials in the URL"), "{stderr}");
-    assert!(stderr.contains("targets[checkout].signal.headers"), "{stderr}");
-    assert!(!stderr.contains("hunter2"), "check echoes the inline secret:\n{stderr}");
+    assert!(
+        stderr.contains("targets[checkout].signal.url")
+            && stderr.contains("credentials in the URL"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("targets[checkout].signal.headers"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("hunter2"),
+        "check echoes the inline secret:\n{stderr}"
+    );
 }

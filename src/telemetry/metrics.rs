@@ -115,6 +115,9 @@ pub struct Metrics {
     pub control_errors: Family<ErrorLabels, Counter>,
     /// `throttle_outside_changes_total`
     pub outside_changes: Family<TargetLabel, Counter>,
+    /// `process_resident_memory_bytes`, `process_open_fds`,
+    /// `throttle_runtime_alive_tasks`: refreshed at each scrape.
+    process: [Gauge<f64, AtomicU64>; 3],
     /// `throttle_signal_read_duration_seconds`
     pub read_duration: Family<TargetLabel, Histogram>,
     /// `throttle_control_write_duration_seconds`
@@ -153,6 +156,7 @@ impl Metrics {
             writes: Family::default(),
             control_errors: Family::default(),
             outside_changes: Family::default(),
+            process: Default::default(),
             read_duration: Family::new_with_constructor(duration_histogram),
             write_duration: Family::new_with_constructor(duration_histogram),
             registry: Registry::default(),
@@ -164,6 +168,21 @@ impl Metrics {
             })
             .set(1.0);
         registry.register("throttle_build_info", "Build information; always 1", build);
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory of the controller process in bytes",
+            m.process[0].clone(),
+        );
+        registry.register(
+            "process_open_fds",
+            "Open file descriptors of the controller process",
+            m.process[1].clone(),
+        );
+        registry.register(
+            "throttle_runtime_alive_tasks",
+            "Async tasks alive in the controller's runtime (flat over a soak: no leaked tasks)",
+            m.process[2].clone(),
+        );
         registry.register(
             "throttle_offer",
             "The committed offer (concurrency or rate) in effect at the tool",
@@ -338,8 +357,28 @@ impl Metrics {
         self.write_duration.remove(&l);
     }
 
+    /// Refreshes the process gauges (Linux `/proc/self`; tokio's task count).
+    pub fn refresh_process(&self) {
+        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+            let rss_kb = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+            if let Some(kb) = rss_kb {
+                self.process[0].set(kb * 1024.0);
+            }
+        }
+        if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+            self.process[1].set(dir.count() as f64);
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            self.process[2].set(handle.metrics().num_alive_tasks() as f64);
+        }
+    }
+
     /// The exposition as OpenMetrics 1.0 text, ending in `# EOF`.
     pub fn encode_openmetrics(&self) -> String {
+        self.refresh_process();
         let mut out = String::with_capacity(16 * 1024);
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

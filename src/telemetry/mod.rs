@@ -14,15 +14,21 @@ pub mod logging;
 pub mod metrics;
 pub mod server;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
 use serde::Serialize;
 
 pub use metrics::Metrics;
 
-/// Windows of history kept per target for the report (about 5.5 hours at 2 s).
+/// Windows of history kept per target when a report is asked for (about
+/// 5.5 hours at 2 s windows). Without a report only the last few windows are
+/// kept (enough for the steady-state rule), so memory stays flat with many
+/// targets.
 pub const HISTORY_LIMIT: usize = 10_000;
+
+/// Windows kept per target when no report is asked for.
+pub const SHORT_HISTORY: usize = 64;
 
 /// One window, as recorded for reports.
 #[derive(Debug, Clone, Serialize)]
@@ -89,18 +95,35 @@ pub struct TargetStatus {
 }
 
 /// Metrics, status and history shared by every target task and the server.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Telemetry {
     /// Exported metrics.
     pub metrics: Metrics,
     status: Mutex<BTreeMap<String, TargetStatus>>,
-    history: Mutex<BTreeMap<String, Vec<WindowRecord>>>,
+    history: Mutex<BTreeMap<String, VecDeque<WindowRecord>>>,
+    history_limit: usize,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Telemetry::with_history(HISTORY_LIMIT)
+    }
 }
 
 impl Telemetry {
+    /// Telemetry keeping at most `limit` windows of history per target.
+    pub fn with_history(limit: usize) -> Self {
+        Telemetry {
+            metrics: Metrics::default(),
+            status: Mutex::default(),
+            history: Mutex::default(),
+            history_limit: limit.max(1),
+        }
+    }
+
     /// Registers a target's initial status.
     pub fn register(&self, status: TargetStatus) {
-        lock(&self.history).insert(status.name.clone(), Vec::new());
+        lock(&self.history).insert(status.name.clone(), VecDeque::new());
         lock(&self.status).insert(status.name.clone(), status);
     }
 
@@ -121,10 +144,10 @@ impl Telemetry {
     /// Appends one window to a target's history (bounded).
     pub fn record(&self, name: &str, record: WindowRecord) {
         if let Some(h) = lock(&self.history).get_mut(name) {
-            if h.len() >= HISTORY_LIMIT {
-                h.remove(0);
+            while h.len() >= self.history_limit {
+                h.pop_front();
             }
-            h.push(record);
+            h.push_back(record);
         }
     }
 
@@ -135,7 +158,10 @@ impl Telemetry {
 
     /// A snapshot of one target's history.
     pub fn history(&self, name: &str) -> Vec<WindowRecord> {
-        lock(&self.history).get(name).cloned().unwrap_or_default()
+        lock(&self.history)
+            .get(name)
+            .map(|h| h.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Whether every registered target has a baseline.
