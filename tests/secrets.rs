@@ -101,7 +101,7 @@ async fn secrets_never_appear_anywhere() {
     for format in ["text", "json"] {
         let json = dir().join(format!("r-{format}.json"));
         let html = dir().join(format!("r-{format}.html"));
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .args([
                 "--log-format",
                 format,
