@@ -101,7 +101,8 @@ pub fn build_tasks(
         })?;
         let source = Source::new(&t.signal, client.clone()).map_err(err)?;
         let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, client.clone())
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(|e| err(e.to_string()))?
+            .with_window(t.window);
         tasks.push(TargetTask {
             config: t.clone(),
             params,
