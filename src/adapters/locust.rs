@@ -241,7 +241,8 @@ pub fn check_swarm_answer(status: u16, body: &str) -> Result<(), ControlError> {
 mod tests {
     use super::*;
 
-    /// Trimmed from a real Locust 2.47 answer.
+    /// The shape of a real Locust 2.47 answer (captured, trimmed), with
+    /// numbers edited to include failures.
     const STATS: &str = r#"{"current_fail_per_sec": 2.5, "current_response_time_percentiles": {"response_time_percentile_0.5": 50, "response_time_percentile_0.95": 52}, "current_rps": 120.0, "errors": [{"error": "HTTPError('503 Server Error')", "method": "GET", "name": "/", "occurrences": 41}], "fail_ratio": 0.041, "state": "running", "stats": [{"avg_content_length": 2.0, "avg_response_time": 50.3, "current_fail_per_sec": 2.5, "current_rps": 120.0, "max_response_time": 61, "median_response_time": 50, "method": "GET", "min_response_time": 0, "name": "/", "num_failures": 41, "num_requests": 1000, "response_time_percentile_0.95": 52, "response_time_percentile_0.99": 55, "total_fail_per_sec": 2.5, "total_rps": 120.0}, {"avg_content_length": 2.0, "avg_response_time": 50.3, "current_fail_per_sec": 2.5, "current_rps": 120.0, "max_response_time": 61, "median_response_time": 50, "method": "", "min_response_time": 0, "name": "Aggregated", "num_failures": 41, "num_requests": 1000, "response_time_percentile_0.95": 52, "response_time_percentile_0.99": 55, "total_fail_per_sec": 2.5, "total_rps": 120.0}], "total_fail_per_sec": 2.5, "total_rps": 120.0, "user_count": 12}"#;
 
     #[test]
