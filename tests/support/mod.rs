@@ -10,6 +10,8 @@
 
 #![allow(dead_code)]
 
+pub mod tools;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
