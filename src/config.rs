@@ -972,6 +972,69 @@ json_pointer = "/workers"
     }
 
     #[test]
+    fn shipped_tool_configs_parse() {
+        for (file, kind) in [
+            ("locust.toml", "locust"),
+            ("k6.toml", "k6"),
+            ("goose.toml", "goose"),
+        ] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("config")
+                .join(file);
+            let c = Config::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(c.targets[0].signal.kind(), kind);
+            assert_eq!(c.targets[0].control.kind(), kind);
+        }
+    }
+
+    #[test]
+    fn adapter_configs_are_checked() {
+        let base = |signal: &str, control: &str, extra: &str| {
+            format!(
+                "[[targets]]\nname = \"t\"\nknob = \"concurrency\"\nceiling = 10\nfloor = 1\nhigh = 0.05\nwindow = \"3s\"\n{extra}\n[targets.signal]\n{signal}\n[targets.control]\n{control}\n"
+            )
+        };
+        // Locust: window below the stats cache, bad spawn rate, rate knob.
+        let text = base(
+            "kind = \"locust\"\nurl = \"http://h:8089\"",
+            "kind = \"locust\"\nurl = \"http://h:8089\"\nspawn_rate = 0",
+            "",
+        )
+        .replace("window = \"3s\"", "window = \"1s\"")
+        .replace("knob = \"concurrency\"", "knob = \"rate\"");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        for field in ["targets[t].window", "control.spawn_rate", "targets[t].knob"] {
+            assert!(err.contains(field), "{field} missing in {err}");
+        }
+        // k6: bad metric name; Goose: not a ws:// URL, ceiling above Goose's max.
+        let text = base(
+            "kind = \"k6\"\nurl = \"http://h:6565\"\nfailures = \"failed-attempts\"",
+            "kind = \"goose\"\nurl = \"http://h:5117\"",
+            "",
+        )
+        .replace("ceiling = 10", "ceiling = 200000");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        for field in ["signal.failures", "control.url", "targets[t].ceiling"] {
+            assert!(err.contains(field), "{field} missing in {err}");
+        }
+        // Mixed: a Locust signal confirms a generic http control (user_count).
+        let text = base(
+            "kind = \"locust\"\nurl = \"http://h:8089\"",
+            "kind = \"http\"\nurl = \"http://h:9000/users\"",
+            "",
+        );
+        Config::parse(&text).unwrap();
+        // ...but a k6 signal has no offer, so http needs a read_back.
+        let text = base(
+            "kind = \"k6\"\nurl = \"http://h:6565\"",
+            "kind = \"http\"\nurl = \"http://h:9000/users\"",
+            "",
+        );
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("control.read_back"), "{err}");
+    }
+
+    #[test]
     fn syntax_error_gives_line() {
         let err = Config::parse("[[targets]\nname=").unwrap_err().to_string();
         assert!(err.contains("line 1"), "{err}");
