@@ -131,6 +131,7 @@ url = "{ws}"
     let metrics = get_text(&format!("http://{ctl}/metrics")).await;
     running.shutdown(Duration::from_secs(5)).await;
     drop(goose_proc);
+    let _ = std::fs::remove_dir_all(&dir);
 
     let (min, max, mean) = assert_governed(&seen, LIMIT as f64, Duration::from_secs(10));
     eprintln!(

@@ -125,6 +125,7 @@ url = "{web}"
     let metrics = get_text(&format!("http://{ctl}/metrics")).await;
     running.shutdown(Duration::from_secs(5)).await;
     drop(locust);
+    let _ = std::fs::remove_dir_all(&dir);
 
     let (min, max, mean) = assert_governed(&seen, LIMIT as f64, Duration::from_secs(12));
     eprintln!(
