@@ -139,6 +139,11 @@ fn default_window() -> Duration {
 }
 
 impl TargetConfig {
+    /// The window when none is configured.
+    pub fn default_window() -> Duration {
+        default_window()
+    }
+
     /// The governor parameters (validated by [`Config::validate`]).
     pub fn params(&self) -> Result<Params, Vec<ParamError>> {
         Params::new(
@@ -158,6 +163,12 @@ impl TargetConfig {
 pub enum SignalConfig {
     /// Scrape a Prometheus (or OpenMetrics) text endpoint.
     Prometheus(PrometheusSignalConfig),
+    /// Locust's web UI: `GET /stats/requests`, the "Aggregated" entry.
+    Locust(LocustSignalConfig),
+    /// k6's REST API: `GET /v1/metrics/http_reqs` and a failure metric.
+    K6(K6SignalConfig),
+    /// Goose's WebSocket controller: `metrics-json`.
+    Goose(GooseSignalConfig),
 }
 
 impl SignalConfig {
@@ -165,6 +176,8 @@ impl SignalConfig {
     pub fn tls(&self) -> Option<&TlsConfig> {
         match self {
             SignalConfig::Prometheus(p) => Some(&p.tls),
+            // The tool adapters build their own requests without TLS options.
+            _ => None,
         }
     }
 
@@ -172,8 +185,71 @@ impl SignalConfig {
     pub fn kind(&self) -> &'static str {
         match self {
             SignalConfig::Prometheus(_) => "prometheus",
+            SignalConfig::Locust(_) => "locust",
+            SignalConfig::K6(_) => "k6",
+            SignalConfig::Goose(_) => "goose",
         }
     }
+
+    /// Whether the signal also reports the committed offer (so that a
+    /// generic `http` control may confirm writes without a read-back).
+    pub fn has_offer(&self) -> bool {
+        match self {
+            SignalConfig::Prometheus(p) => p.offer.is_some(),
+            // `user_count` rides along in the same stats response.
+            SignalConfig::Locust(_) => true,
+            SignalConfig::K6(_) | SignalConfig::Goose(_) => false,
+        }
+    }
+}
+
+/// `kind = "locust"`: Locust 2.x started with its web UI (not `--headless`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocustSignalConfig {
+    /// The web UI's base URL, e.g. `http://127.0.0.1:8089`.
+    pub url: String,
+    /// Timeout of one stats read.
+    #[serde(
+        default = "default_signal_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+}
+
+/// `kind = "k6"`: k6 1.x with its REST API (`--address`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct K6SignalConfig {
+    /// The REST API's base URL, e.g. `http://127.0.0.1:6565`.
+    pub url: String,
+    /// A counter metric the script adds to on every failed attempt (exact).
+    /// Without it, failures are `http_req_failed` rate × `http_reqs` count
+    /// (approximate).
+    pub failures: Option<String>,
+    /// Timeout of one read (both metrics are read concurrently).
+    #[serde(
+        default = "default_signal_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+}
+
+/// `kind = "goose"`: a Goose load test started with `--websocket`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GooseSignalConfig {
+    /// The WebSocket controller, e.g. `ws://127.0.0.1:5117`.
+    pub url: String,
+    /// Timeout of one request (connect, send, answer).
+    #[serde(
+        default = "default_signal_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
 }
 
 /// `kind = "prometheus"`
@@ -232,6 +308,12 @@ fn default_signal_timeout() -> Duration {
 pub enum ControlConfig {
     /// A templated HTTP request.
     Http(HttpControlConfig),
+    /// Locust's web UI: `POST /swarm`, read back from `/stats/requests`.
+    Locust(LocustControlConfig),
+    /// k6's REST API: `PATCH /v1/status`, read back from `GET /v1/status`.
+    K6(ToolControlConfig),
+    /// Goose's WebSocket controller: `users N`, read back from `config-json`.
+    Goose(ToolControlConfig),
 }
 
 impl ControlConfig {
@@ -239,6 +321,7 @@ impl ControlConfig {
     pub fn tls(&self) -> Option<&TlsConfig> {
         match self {
             ControlConfig::Http(h) => Some(&h.tls),
+            _ => None,
         }
     }
 
@@ -246,8 +329,87 @@ impl ControlConfig {
     pub fn kind(&self) -> &'static str {
         match self {
             ControlConfig::Http(_) => "http",
+            ControlConfig::Locust(_) => "locust",
+            ControlConfig::K6(_) => "k6",
+            ControlConfig::Goose(_) => "goose",
         }
     }
+}
+
+/// `kind = "locust"` control.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocustControlConfig {
+    /// The web UI's base URL, e.g. `http://127.0.0.1:8089`.
+    pub url: String,
+    /// Users started (or stopped) per second. Default: fast enough to reach
+    /// the new count within about one window.
+    pub spawn_rate: Option<f64>,
+    /// Timeout of one request.
+    #[serde(
+        default = "default_control_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+    /// Read-backs tried before a write counts as unconfirmed. Locust reports
+    /// the users actually running (they ramp at `spawn_rate`) through a
+    /// stats response cached for 2 s, so confirming takes a few seconds.
+    #[serde(default = "default_locust_confirm_attempts")]
+    pub confirm_attempts: u32,
+    /// Pause between read-backs while confirming.
+    #[serde(
+        default = "default_locust_confirm_interval",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub confirm_interval: Duration,
+    /// Writes tried before a failed or unconfirmed write is reported.
+    #[serde(default = "default_write_attempts")]
+    pub write_attempts: u32,
+}
+
+fn default_locust_confirm_attempts() -> u32 {
+    20
+}
+fn default_locust_confirm_interval() -> Duration {
+    Duration::from_millis(500)
+}
+
+/// `kind = "k6"` and `kind = "goose"` controls: the tool's own API.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolControlConfig {
+    /// The API's base URL: `http://127.0.0.1:6565` (k6),
+    /// `ws://127.0.0.1:5117` (Goose).
+    pub url: String,
+    /// Timeout of one request.
+    #[serde(
+        default = "default_control_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+    /// Read-backs tried before a write counts as unconfirmed.
+    #[serde(default = "default_tool_confirm_attempts")]
+    pub confirm_attempts: u32,
+    /// Pause between read-backs while confirming.
+    #[serde(
+        default = "default_tool_confirm_interval",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub confirm_interval: Duration,
+    /// Writes tried before a failed or unconfirmed write is reported.
+    #[serde(default = "default_write_attempts")]
+    pub write_attempts: u32,
+}
+
+fn default_tool_confirm_attempts() -> u32 {
+    10
+}
+fn default_tool_confirm_interval() -> Duration {
+    Duration::from_millis(200)
 }
 
 /// `kind = "http"`
@@ -499,7 +661,15 @@ impl Config {
             if t.signal_loss_windows == 0 {
                 err("signal_loss_windows", "must be at least 1".into());
             }
-            let SignalConfig::Prometheus(s) = &t.signal;
+            check_adapters(&mut err, t);
+            let SignalConfig::Prometheus(s) = &t.signal else {
+                // A tool adapter's signal (checked above); a generic http
+                // control may still pair with it.
+                if let ControlConfig::Http(c) = &t.control {
+                    check_http_control(&mut err, c, t.signal.has_offer());
+                }
+                continue;
+            };
             check_url(&mut err, "signal.url", &s.url);
             match (&s.attempts, &s.successes) {
                 (None, None) => err(
@@ -534,44 +704,10 @@ impl Config {
                 );
             }
             check_secrets(&mut err, "signal", &s.auth, &s.tls, &s.headers);
-            let ControlConfig::Http(c) = &t.control;
-            check_url(&mut err, "control.url", &c.url.replace("{{value}}", "1"));
-            if reqwest::Method::from_bytes(c.method.as_bytes()).is_err() {
-                err(
-                    "control.method",
-                    format!("`{}` is not an HTTP method", c.method),
-                );
-            }
-            if c.timeout.is_zero() {
-                err("control.timeout", "must be longer than 0s".into());
-            }
-            check_secrets(&mut err, "control", &c.auth, &c.tls, &c.headers);
-            if c.confirm_attempts == 0 {
-                err("control.confirm_attempts", "must be at least 1".into());
-            }
-            if c.write_attempts == 0 {
-                err("control.write_attempts", "must be at least 1".into());
-            }
-            match &c.read_back {
-                Some(rb) => {
-                    check_url(&mut err, "control.read_back.url", &rb.url);
-                    if !(rb.json_pointer.is_empty() || rb.json_pointer.starts_with('/')) {
-                        err(
-                            "control.read_back.json_pointer",
-                            format!(
-                                "`{}` is not an RFC 6901 pointer; it must start with `/`, e.g. \"/workers\"",
-                                rb.json_pointer
-                            ),
-                        );
-                    }
-                }
-                None if s.offer.is_none() => err(
-                    "control.read_back",
-                    "writes must be confirmed: give [targets.control.read_back] or `signal.offer`"
-                        .into(),
-                ),
-                None => {}
-            }
+            let ControlConfig::Http(c) = &t.control else {
+                continue; // A tool adapter's control (checked above).
+            };
+            check_http_control(&mut err, c, s.offer.is_some());
         }
         errors
     }
@@ -601,6 +737,161 @@ fn check_secrets(
                 format!("`{name}` carries a credential; put it in `{prefix}.auth` (bearer_token_file/_env or username + password_file/_env) so it is never inline"),
             );
         }
+    }
+}
+
+/// The generic `http` control's checks; `signal_offer` says whether the
+/// signal can confirm writes when there is no read-back.
+fn check_http_control(
+    err: &mut impl FnMut(&str, String),
+    c: &HttpControlConfig,
+    signal_offer: bool,
+) {
+    check_url(err, "control.url", &c.url.replace("{{value}}", "1"));
+    if reqwest::Method::from_bytes(c.method.as_bytes()).is_err() {
+        err(
+            "control.method",
+            format!("`{}` is not an HTTP method", c.method),
+        );
+    }
+    if c.timeout.is_zero() {
+        err("control.timeout", "must be longer than 0s".into());
+    }
+    if c.confirm_attempts == 0 {
+        err("control.confirm_attempts", "must be at least 1".into());
+    }
+    if c.write_attempts == 0 {
+        err("control.write_attempts", "must be at least 1".into());
+    }
+    match &c.read_back {
+        Some(rb) => {
+            check_url(err, "control.read_back.url", &rb.url);
+            if !(rb.json_pointer.is_empty() || rb.json_pointer.starts_with('/')) {
+                err(
+                    "control.read_back.json_pointer",
+                    format!(
+                        "`{}` is not an RFC 6901 pointer; it must start with `/`, e.g. \"/workers\"",
+                        rb.json_pointer
+                    ),
+                );
+            }
+        }
+        None if !signal_offer => err(
+            "control.read_back",
+            "writes must be confirmed: give [targets.control.read_back] or `signal.offer`".into(),
+        ),
+        None => {}
+    }
+}
+
+/// Checks of the tool adapters (`locust`, `k6`, `goose`) on either side.
+fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
+    let tool_knob = |err: &mut dyn FnMut(&str, String), tool: &str, what: &str| {
+        if t.knob != Control::Concurrency {
+            err(
+                "knob",
+                format!(
+                    "{tool} is governed by its {what}, a concurrency: use knob = \"concurrency\""
+                ),
+            );
+        }
+    };
+    match &t.signal {
+        SignalConfig::Prometheus(_) => {}
+        SignalConfig::Locust(l) => {
+            check_url(err, "signal.url", &l.url);
+            positive(err, "signal.timeout", l.timeout);
+            if t.window < crate::adapters::locust::STATS_CACHE {
+                err(
+                    "window",
+                    format!(
+                        "Locust caches /stats/requests for {:?}: a window shorter than that reads the same numbers twice; use \"3s\" or more",
+                        crate::adapters::locust::STATS_CACHE
+                    ),
+                );
+            }
+        }
+        SignalConfig::K6(k) => {
+            check_url(err, "signal.url", &k.url);
+            positive(err, "signal.timeout", k.timeout);
+            if let Some(name) = &k.failures {
+                if !crate::adapters::k6::is_metric_name(name) {
+                    err(
+                        "signal.failures",
+                        format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
+                    );
+                }
+            }
+        }
+        SignalConfig::Goose(g) => {
+            check_ws_url(err, "signal.url", &g.url);
+            positive(err, "signal.timeout", g.timeout);
+        }
+    }
+    match &t.control {
+        ControlConfig::Http(_) => {}
+        ControlConfig::Locust(l) => {
+            tool_knob(err, "Locust", "user count");
+            check_url(err, "control.url", &l.url);
+            positive(err, "control.timeout", l.timeout);
+            attempts(err, l.confirm_attempts, l.write_attempts);
+            if let Some(r) = l.spawn_rate {
+                if !(r.is_finite() && r > 0.0) {
+                    err(
+                        "control.spawn_rate",
+                        format!("{r} is not a positive number of users per second"),
+                    );
+                }
+            }
+        }
+        ControlConfig::K6(k) => {
+            tool_knob(err, "k6", "VU count");
+            check_url(err, "control.url", &k.url);
+            positive(err, "control.timeout", k.timeout);
+            attempts(err, k.confirm_attempts, k.write_attempts);
+        }
+        ControlConfig::Goose(g) => {
+            tool_knob(err, "Goose", "user count");
+            check_ws_url(err, "control.url", &g.url);
+            positive(err, "control.timeout", g.timeout);
+            attempts(err, g.confirm_attempts, g.write_attempts);
+            let max = crate::adapters::goose::MAX_USERS as f64;
+            if t.ceiling.is_some_and(|c| c > max) {
+                err(
+                    "ceiling",
+                    format!("Goose accepts at most {max} users; lower the ceiling"),
+                );
+            }
+        }
+    }
+}
+
+fn positive(err: &mut impl FnMut(&str, String), field: &str, d: Duration) {
+    if d.is_zero() {
+        err(field, "must be longer than 0s".into());
+    }
+}
+
+fn attempts(err: &mut impl FnMut(&str, String), confirm: u32, write: u32) {
+    if confirm == 0 {
+        err("control.confirm_attempts", "must be at least 1".into());
+    }
+    if write == 0 {
+        err("control.write_attempts", "must be at least 1".into());
+    }
+}
+
+fn check_ws_url(err: &mut impl FnMut(&str, String), field: &str, url: &str) {
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.scheme() == "ws" => {}
+        Ok(u) => err(
+            field,
+            format!(
+                "scheme `{}` is not supported; Goose's controller speaks plain WebSocket: ws://127.0.0.1:5117",
+                u.scheme()
+            ),
+        ),
+        Err(e) => err(field, format!("`{url}` is not a URL: {e}")),
     }
 }
 
@@ -722,7 +1013,9 @@ json_pointer = "/workers"
         assert_eq!(p.start, 1.0);
         assert!((p.low - 0.01).abs() < 1e-12);
         assert_eq!(t.on_exit, OnExit::Leave);
-        let ControlConfig::Http(h) = &t.control;
+        let ControlConfig::Http(h) = &t.control else {
+            panic!("expected http")
+        };
         assert_eq!(h.method, "PUT");
         assert_eq!(h.content_type, "application/json");
     }
@@ -787,6 +1080,69 @@ json_pointer = "/workers"
         let bad = GOOD.replace("window = \"500ms\"", "window = \"2\"");
         let err = Config::parse(&bad).unwrap_err().to_string();
         assert!(err.contains("unit"), "{err}");
+    }
+
+    #[test]
+    fn shipped_tool_configs_parse() {
+        for (file, kind) in [
+            ("locust.toml", "locust"),
+            ("k6.toml", "k6"),
+            ("goose.toml", "goose"),
+        ] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("config")
+                .join(file);
+            let c = Config::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(c.targets[0].signal.kind(), kind);
+            assert_eq!(c.targets[0].control.kind(), kind);
+        }
+    }
+
+    #[test]
+    fn adapter_configs_are_checked() {
+        let base = |signal: &str, control: &str, extra: &str| {
+            format!(
+                "[[targets]]\nname = \"t\"\nknob = \"concurrency\"\nceiling = 10\nfloor = 1\nhigh = 0.05\nwindow = \"3s\"\n{extra}\n[targets.signal]\n{signal}\n[targets.control]\n{control}\n"
+            )
+        };
+        // Locust: window below the stats cache, bad spawn rate, rate knob.
+        let text = base(
+            "kind = \"locust\"\nurl = \"http://h:8089\"",
+            "kind = \"locust\"\nurl = \"http://h:8089\"\nspawn_rate = 0",
+            "",
+        )
+        .replace("window = \"3s\"", "window = \"1s\"")
+        .replace("knob = \"concurrency\"", "knob = \"rate\"");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        for field in ["targets[t].window", "control.spawn_rate", "targets[t].knob"] {
+            assert!(err.contains(field), "{field} missing in {err}");
+        }
+        // k6: bad metric name; Goose: not a ws:// URL, ceiling above Goose's max.
+        let text = base(
+            "kind = \"k6\"\nurl = \"http://h:6565\"\nfailures = \"failed-attempts\"",
+            "kind = \"goose\"\nurl = \"http://h:5117\"",
+            "",
+        )
+        .replace("ceiling = 10", "ceiling = 200000");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        for field in ["signal.failures", "control.url", "targets[t].ceiling"] {
+            assert!(err.contains(field), "{field} missing in {err}");
+        }
+        // Mixed: a Locust signal confirms a generic http control (user_count).
+        let text = base(
+            "kind = \"locust\"\nurl = \"http://h:8089\"",
+            "kind = \"http\"\nurl = \"http://h:9000/users\"",
+            "",
+        );
+        Config::parse(&text).unwrap();
+        // ...but a k6 signal has no offer, so http needs a read_back.
+        let text = base(
+            "kind = \"k6\"\nurl = \"http://h:6565\"",
+            "kind = \"http\"\nurl = \"http://h:9000/users\"",
+            "",
+        );
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("control.read_back"), "{err}");
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! | window | [`window`] | pure counter deltas, resets, fractions |
 //! | governor | [`governor`] | pure decision rules and per-target state (`GOVERNOR.md`) |
 //! | control | [`control`] | where offers go: HTTP writes, read-back, confirmation |
+//! | signal + control | [`adapters`] | real load tools spoken natively, one file per tool: Locust, k6, Goose |
 //! | telemetry | [`telemetry`] | exported metrics, `/metrics` server, movement log |
 //!
 //! Around the pipeline:
@@ -33,6 +34,7 @@
 //! | [`state`] | the state file: congestion memory kept across controller restarts |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 
+pub mod adapters;
 pub mod auth;
 pub mod cli;
 pub mod config;

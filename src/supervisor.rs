@@ -139,7 +139,8 @@ pub fn build_tasks(
             client_for(&client, t.control.tls().unwrap_or(&no_tls)).map_err(&err)?;
         let source = Source::new(&t.signal, signal_client).map_err(&err)?;
         let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, control_client)
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(|e| err(e.to_string()))?
+            .with_window(t.window);
         tasks.push(TargetTask {
             config: t.clone(),
             params,

@@ -366,8 +366,11 @@ impl TargetTask {
     }
 
     fn actuator_reads_signal(&self) -> bool {
-        let crate::config::ControlConfig::Http(h) = &self.config.control;
-        h.read_back.is_none()
+        match &self.config.control {
+            crate::config::ControlConfig::Http(h) => h.read_back.is_none(),
+            // Tool adapters read the committed offer back from the tool.
+            _ => false,
+        }
     }
 
     /// A window without a valid signal: counted, logged, and never a movement.

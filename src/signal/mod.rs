@@ -15,6 +15,8 @@
 //! - [`selector`]: PromQL instant-vector selectors, summed over series.
 //! - [`prometheus`]: scraping a text endpoint.
 //! - [`http`]: the bounded HTTP fetch shared by every source.
+//! - Tool-specific sources (Locust, k6, Goose) live in [`crate::adapters`],
+//!   one file per tool beside that tool's control.
 
 pub mod exposition;
 pub mod http;
@@ -78,6 +80,9 @@ pub enum SignalError {
     /// The body is not the JSON the adapter expects.
     #[error("unexpected response: {0}")]
     Format(String),
+    /// The tool answered, but refused the request.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl SignalError {
@@ -92,15 +97,25 @@ impl SignalError {
             SignalError::Parse(_) => "parse",
             SignalError::MissingSeries(_) => "missing_series",
             SignalError::Format(_) => "format",
+            SignalError::Refused(_) => "refused",
         }
     }
 }
 
 /// A configured source of counters.
+// One per target, built once at start-up: the size of the Prometheus
+// variant (its compiled selectors) costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Source {
     /// Prometheus text scrape.
     Prometheus(prometheus::PrometheusSource),
+    /// Locust's web UI stats.
+    Locust(crate::adapters::locust::LocustSource),
+    /// k6's REST API metrics.
+    K6(crate::adapters::k6::K6Source),
+    /// Goose's WebSocket controller metrics.
+    Goose(crate::adapters::goose::GooseSource),
 }
 
 impl Source {
@@ -110,6 +125,15 @@ impl Source {
             crate::config::SignalConfig::Prometheus(p) => Ok(Source::Prometheus(
                 prometheus::PrometheusSource::new(p, client)?,
             )),
+            crate::config::SignalConfig::Locust(l) => Ok(Source::Locust(
+                crate::adapters::locust::LocustSource::new(l, client),
+            )),
+            crate::config::SignalConfig::K6(k) => {
+                Ok(Source::K6(crate::adapters::k6::K6Source::new(k, client)))
+            }
+            crate::config::SignalConfig::Goose(g) => {
+                Ok(Source::Goose(crate::adapters::goose::GooseSource::new(g)))
+            }
         }
     }
 
@@ -117,6 +141,9 @@ impl Source {
     pub async fn read(&self) -> Result<Counters, SignalError> {
         match self {
             Source::Prometheus(p) => p.read().await,
+            Source::Locust(l) => l.read().await,
+            Source::K6(k) => k.read().await,
+            Source::Goose(g) => g.read().await,
         }
     }
 
@@ -124,6 +151,8 @@ impl Source {
     pub fn has_offer(&self) -> bool {
         match self {
             Source::Prometheus(p) => p.has_offer(),
+            Source::Locust(_) => true,
+            Source::K6(_) | Source::Goose(_) => false,
         }
     }
 }
