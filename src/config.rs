@@ -162,7 +162,7 @@ impl TargetConfig {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum SignalConfig {
     /// Scrape a Prometheus (or OpenMetrics) text endpoint.
-    Prometheus(PrometheusSignalConfig),
+    Prometheus(Box<PrometheusSignalConfig>),
     /// Locust's web UI: `GET /stats/requests`, the "Aggregated" entry.
     Locust(LocustSignalConfig),
     /// k6's REST API: `GET /v1/metrics/http_reqs` and a failure metric.
@@ -307,7 +307,7 @@ fn default_signal_timeout() -> Duration {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ControlConfig {
     /// A templated HTTP request.
-    Http(HttpControlConfig),
+    Http(Box<HttpControlConfig>),
     /// Locust's web UI: `POST /swarm`, read back from `/stats/requests`.
     Locust(LocustControlConfig),
     /// k6's REST API: `PATCH /v1/status`, read back from `GET /v1/status`.
