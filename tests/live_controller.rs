@@ -71,7 +71,9 @@ async fn climbs_backs_off_and_settles_near_capacity() {
     let peak = offers.iter().copied().fold(0.0, f64::max);
     assert!(peak > 40.0, "never crossed capacity: {offers:?}");
     let st = target_status(ctl, "checkout").await;
-    assert!(st["last_bad"].as_f64().unwrap() > 40.0, "last_bad {st}");
+    // The first window after a Down may still hold load at the old offer,
+    // so last_bad can land exactly on the capacity; it never lands below.
+    assert!(st["last_bad"].as_f64().unwrap() >= 40.0, "last_bad {st}");
 
     // Settle within ±25 % of capacity, and stay there.
     tokio::time::sleep(Duration::from_secs(2)).await;
