@@ -46,12 +46,16 @@ pub struct ServerConfig {
     /// Address for `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// The push endpoint's guards (`kind = "push"` signals).
+    #[serde(default)]
+    pub push: crate::signal::push::PushServerConfig,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: default_listen(),
+            push: Default::default(),
         }
     }
 }
@@ -105,6 +109,13 @@ pub struct TargetConfig {
     pub signal: SignalConfig,
     /// Where offers go.
     pub control: ControlConfig,
+    /// Several load-generator instances governed as one (see [`crate::group`]);
+    /// `signal` and `control` are then templates (`{{address}}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<crate::group::InstanceConfig>,
+    /// Discovery and tuning of a target group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::group::GroupConfig>,
 }
 
 fn default_window() -> Duration {
@@ -131,6 +142,10 @@ impl TargetConfig {
 pub enum SignalConfig {
     /// Scrape a Prometheus (or OpenMetrics) text endpoint.
     Prometheus(PrometheusSignalConfig),
+    /// Instant queries against a Prometheus-compatible HTTP API.
+    Promql(crate::signal::promql::PromqlSignalConfig),
+    /// Prometheus text pushed to the controller, Pushgateway-style.
+    Push(crate::signal::push::PushSignalConfig),
 }
 
 impl SignalConfig {
@@ -138,6 +153,18 @@ impl SignalConfig {
     pub fn kind(&self) -> &'static str {
         match self {
             SignalConfig::Prometheus(_) => "prometheus",
+            SignalConfig::Promql(_) => "promql",
+            SignalConfig::Push(_) => "push",
+        }
+    }
+
+    /// Fills the defaults that depend on the target's window (a PromQL
+    /// `{{window}}`, `max_age`).
+    pub fn resolve_window(&mut self, window: Duration) {
+        match self {
+            SignalConfig::Promql(q) => q.resolve(window),
+            SignalConfig::Push(p) => p.resolve(window),
+            SignalConfig::Prometheus(_) => {}
         }
     }
 }
@@ -395,6 +422,9 @@ impl Config {
                 reason: "no [[targets]] given: nothing to govern".into(),
             });
         }
+        for t in &mut targets {
+            t.resolve_window();
+        }
         let config = Config { server, targets };
         errors.extend(config.validate());
         if errors.is_empty() {
@@ -408,6 +438,13 @@ impl Config {
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
         let mut names = HashSet::new();
+        for (field, reason) in self.server.push.problems() {
+            errors.push(FieldError {
+                target: None,
+                field: format!("server.push.{field}"),
+                reason,
+            });
+        }
         for t in &self.targets {
             let mut err = |field: &str, reason: String| {
                 errors.push(FieldError {
@@ -429,7 +466,16 @@ impl Config {
             if t.window.is_zero() {
                 err("window", "must be longer than 0s, e.g. \"2s\"".into());
             }
-            let SignalConfig::Prometheus(s) = &t.signal;
+            if t.is_group() {
+                for (field, reason) in crate::group::problems(t) {
+                    err(&field, reason);
+                }
+                continue;
+            }
+            let SignalConfig::Prometheus(s) = &t.signal else {
+                check_other_signal(t, &mut err);
+                continue;
+            };
             check_url(&mut err, "signal.url", &s.url);
             match (&s.attempts, &s.successes) {
                 (None, None) => err(
@@ -557,18 +603,98 @@ pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error
     })
 }
 
-fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+/// Deserializes an optional humantime duration (present means `Some`).
+pub fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     de_duration(d).map(Some)
 }
 
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes a duration as a humantime string.
+pub fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&humantime::format_duration(*d).to_string())
 }
 
-fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes an optional duration as a humantime string.
+pub fn ser_opt_duration<S: serde::Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => ser_duration(d, s),
         None => s.serialize_none(),
+    }
+}
+
+impl TargetConfig {
+    /// Resolves the window-dependent signal defaults of the target and of
+    /// its instances.
+    pub fn resolve_window(&mut self) {
+        let window = self.window;
+        self.signal.resolve_window(window);
+        for i in &mut self.instances {
+            if let Some(s) = &mut i.signal {
+                s.resolve_window(window);
+            }
+        }
+    }
+}
+
+/// Checks a target whose signal is not a scrape (`promql`, `push`): the
+/// signal's own rules, then the control, which must confirm writes through
+/// its own read-back because these signals carry no offer gauge.
+fn check_other_signal(t: &TargetConfig, err: &mut impl FnMut(&str, String)) {
+    let problems = match &t.signal {
+        SignalConfig::Promql(q) => {
+            check_url(err, "signal.url", &q.url);
+            q.problems()
+        }
+        SignalConfig::Push(p) => p.problems(),
+        SignalConfig::Prometheus(_) => Vec::new(),
+    };
+    for (field, reason) in problems {
+        err(&format!("signal.{field}"), reason);
+    }
+    check_control(&t.control, false, err);
+}
+
+/// The control's rules; `has_offer` says whether the signal can confirm writes.
+fn check_control(control: &ControlConfig, has_offer: bool, err: &mut impl FnMut(&str, String)) {
+    let ControlConfig::Http(c) = control;
+    check_url(err, "control.url", &c.url.replace("{{value}}", "1"));
+    if reqwest::Method::from_bytes(c.method.as_bytes()).is_err() {
+        err(
+            "control.method",
+            format!("`{}` is not an HTTP method", c.method),
+        );
+    }
+    if c.timeout.is_zero() {
+        err("control.timeout", "must be longer than 0s".into());
+    }
+    if c.confirm_attempts == 0 {
+        err("control.confirm_attempts", "must be at least 1".into());
+    }
+    if c.write_attempts == 0 {
+        err("control.write_attempts", "must be at least 1".into());
+    }
+    match &c.read_back {
+        Some(rb) => {
+            check_url(err, "control.read_back.url", &rb.url);
+            if !(rb.json_pointer.is_empty() || rb.json_pointer.starts_with('/')) {
+                err(
+                    "control.read_back.json_pointer",
+                    format!(
+                        "`{}` is not an RFC 6901 pointer; it must start with `/`",
+                        rb.json_pointer
+                    ),
+                );
+            }
+        }
+        None if !has_offer => err(
+            "control.read_back",
+            "writes must be confirmed: give [targets.control.read_back] (this signal kind \
+             carries no offer gauge)"
+                .into(),
+        ),
+        None => {}
     }
 }
 

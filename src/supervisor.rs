@@ -42,6 +42,9 @@ pub enum SupervisorError {
         /// What went wrong.
         reason: String,
     },
+    /// The push endpoint's settings could not be applied.
+    #[error("server.push: {0}")]
+    Push(String),
     /// The telemetry listener could not be bound.
     #[error(
         "cannot listen on {addr}: {source} (is another process using it? set [server] listen)"
@@ -88,6 +91,9 @@ pub fn build_tasks(
     let client = http_client()?;
     let mut tasks = Vec::new();
     for t in &config.targets {
+        if t.is_group() {
+            continue; // built by crate::group
+        }
         let err = |reason: String| SupervisorError::Target {
             target: t.name.clone(),
             reason,
@@ -100,6 +106,7 @@ pub fn build_tasks(
                 .join("; "))
         })?;
         let source = Source::new(&t.signal, client.clone()).map_err(err)?;
+        source.attach_push(&telemetry.push);
         let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, client.clone())
             .map_err(|e| err(e.to_string()))?;
         tasks.push(TargetTask {
@@ -109,6 +116,7 @@ pub fn build_tasks(
             actuator,
             telemetry: telemetry.clone(),
             dry_run: opts.dry_run,
+            lifecycle: Default::default(),
         });
     }
     Ok(tasks)
@@ -124,6 +132,7 @@ pub struct Running {
     targets: JoinSet<()>,
     server: tokio::task::JoinHandle<()>,
     server_cancel: CancellationToken,
+    roster: crate::reload::Roster,
 }
 
 /// Starts the server and every target; returns at once.
@@ -134,6 +143,11 @@ pub async fn start(
 ) -> Result<Running, SupervisorError> {
     let telemetry = Arc::new(Telemetry::default());
     let tasks = build_tasks(config, &telemetry, &opts)?;
+    let groups = crate::reload::Unit::build_groups(config, &telemetry, &opts)?;
+    telemetry
+        .push
+        .configure(&config.server.push)
+        .map_err(SupervisorError::Push)?;
     let listener = match listener {
         Some(l) => l,
         None => tokio::net::TcpListener::bind(config.server.listen)
@@ -157,12 +171,16 @@ pub async fn start(
             warn!(error = %e, "Telemetry server stopped");
         }
     });
-    info!(%addr, targets = tasks.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
+    info!(%addr, targets = tasks.len() + groups.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
     let cancel = CancellationToken::new();
-    let mut targets = JoinSet::new();
-    for task in tasks {
-        targets.spawn(task.run(cancel.child_token()));
-    }
+    let targets = JoinSet::new();
+    let units = tasks
+        .into_iter()
+        .map(|t| crate::reload::Unit::Single(Box::new(t)))
+        .chain(groups)
+        .collect();
+    let roster =
+        crate::reload::Roster::start(config, units, &cancel, telemetry.clone(), opts.clone());
     Ok(Running {
         telemetry,
         addr,
@@ -170,6 +188,7 @@ pub async fn start(
         targets,
         server,
         server_cancel,
+        roster,
     })
 }
 
@@ -228,6 +247,20 @@ impl Running {
         report_from(&self.telemetry, rule)
     }
 
+    /// Applies a new, validated config (see [`crate::reload`]); on error
+    /// the running config stays in effect.
+    pub async fn reload(
+        &self,
+        config: Config,
+    ) -> Result<crate::reload::ReloadSummary, crate::reload::ReloadError> {
+        self.roster.reload(config).await
+    }
+
+    /// The handle [`crate::reload::watch`] reloads through.
+    pub fn reloader(&self) -> crate::reload::Roster {
+        self.roster.clone()
+    }
+
     /// A token that stops every target when cancelled.
     pub fn cancel_token(&self) -> CancellationToken {
         self.cancel.clone()
@@ -242,6 +275,7 @@ impl Running {
             self.targets.abort_all();
             while self.targets.join_next().await.is_some() {}
         }
+        self.roster.drain(grace).await;
         self.server_cancel.cancel();
         let _ = tokio::time::timeout(server::SHUTDOWN_GRACE, &mut self.server).await;
         self.server.abort();

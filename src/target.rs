@@ -44,6 +44,8 @@ pub struct TargetTask {
     pub telemetry: Arc<Telemetry>,
     /// Read and decide, never write.
     pub dry_run: bool,
+    /// Resume and handover on a config reload.
+    pub lifecycle: crate::reload::Lifecycle,
 }
 
 /// Shared between the loop and its writer task.
@@ -90,6 +92,11 @@ impl TargetTask {
         });
 
         let mut gov = ThrottleGovernor::new(p);
+        let resume = self.lifecycle.resume;
+        if let Some(r) = resume {
+            gov.set_current(r.current);
+            gov.restore_memory(r.last_bad, r.clean_streak);
+        }
         let shared = Arc::new(std::sync::Mutex::new(WriterShared::default()));
         let (desired_tx, desired_rx) = watch::channel::<Option<f64>>(None);
         let writer_cancel = CancellationToken::new();
@@ -106,7 +113,9 @@ impl TargetTask {
         );
 
         // Publish the opening offer before the first window (confirmed).
-        if self.dry_run {
+        if let Some(r) = resume {
+            info!(target = %name, "Resuming at {} {knob} with its congestion memory (config reload)", offer(knob, r.current));
+        } else if self.dry_run {
             info!(target = %name, "Dry run: would publish the opening offer {} {knob}", offer(knob, p.start));
         } else {
             info!(target = %name, "Publishing the opening offer {} {knob}", offer(knob, p.start));
@@ -223,6 +232,8 @@ impl TargetTask {
             OnExit::Floor => Some(p.floor),
             OnExit::Start => Some(p.start),
         };
+        // A reload that replaces this task hands the knob over as it is.
+        let exit_value = exit_value.filter(|_| !self.lifecycle.handover.is_cancelled());
         if let (Some(v), false) = (exit_value, self.dry_run) {
             match tokio::time::timeout(grace, self.actuator.write_confirmed(v)).await {
                 Ok(WriteOutcome::Confirmed { .. }) => {

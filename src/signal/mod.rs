@@ -15,11 +15,17 @@
 //! - [`selector`]: PromQL instant-vector selectors, summed over series.
 //! - [`prometheus`]: scraping a text endpoint.
 //! - [`http`]: the bounded HTTP fetch shared by every source.
+//! - [`promql`]: instant queries against a Prometheus-compatible API.
+//! - [`push`]: Prometheus text pushed to the controller, Pushgateway-style.
+//! - [`token`]: bearer tokens from files or environment variables.
 
 pub mod exposition;
 pub mod http;
 pub mod prometheus;
+pub mod promql;
+pub mod push;
 pub mod selector;
+pub mod token;
 
 use thiserror::Error;
 
@@ -78,6 +84,9 @@ pub enum SignalError {
     /// The body is not the JSON the adapter expects.
     #[error("unexpected response: {0}")]
     Format(String),
+    /// The newest data is older than the target allows: no signal.
+    #[error("stale signal: {0}")]
+    Stale(String),
 }
 
 impl SignalError {
@@ -92,6 +101,7 @@ impl SignalError {
             SignalError::Parse(_) => "parse",
             SignalError::MissingSeries(_) => "missing_series",
             SignalError::Format(_) => "format",
+            SignalError::Stale(_) => "stale",
         }
     }
 }
@@ -101,6 +111,10 @@ impl SignalError {
 pub enum Source {
     /// Prometheus text scrape.
     Prometheus(prometheus::PrometheusSource),
+    /// Instant PromQL queries.
+    Promql(promql::PromqlSource),
+    /// Pushed Prometheus text.
+    Push(push::PushSource),
 }
 
 impl Source {
@@ -110,6 +124,10 @@ impl Source {
             crate::config::SignalConfig::Prometheus(p) => Ok(Source::Prometheus(
                 prometheus::PrometheusSource::new(p, client)?,
             )),
+            crate::config::SignalConfig::Promql(q) => {
+                Ok(Source::Promql(promql::PromqlSource::new(q, client)?))
+            }
+            crate::config::SignalConfig::Push(p) => Ok(Source::Push(push::PushSource::new(p)?)),
         }
     }
 
@@ -117,6 +135,8 @@ impl Source {
     pub async fn read(&self) -> Result<Counters, SignalError> {
         match self {
             Source::Prometheus(p) => p.read().await,
+            Source::Promql(q) => q.read().await,
+            Source::Push(p) => p.read().await,
         }
     }
 
@@ -124,6 +144,15 @@ impl Source {
     pub fn has_offer(&self) -> bool {
         match self {
             Source::Prometheus(p) => p.has_offer(),
+            Source::Promql(_) | Source::Push(_) => false,
+        }
+    }
+
+    /// Connects a push source to the controller's push endpoint (a no-op
+    /// for every other kind). Call it once per built source.
+    pub fn attach_push(&self, store: &push::PushStore) {
+        if let Source::Push(p) = self {
+            store.register(p.inbox());
         }
     }
 }
