@@ -456,13 +456,27 @@ pub async fn apply_file(
 
 /// Reloads on SIGHUP, and when the file's content changes (checked every
 /// `poll`; `None` watches SIGHUP only), until `cancel` fires.
-pub async fn watch(
+///
+/// The content it compares against is read when `watch` is called (not
+/// when the future first runs), so a change made right after start-up is
+/// not missed.
+pub fn watch(
     path: PathBuf,
     roster: Roster,
     poll: Option<Duration>,
     cancel: CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send {
+    let last = std::fs::read(&path).ok();
+    watch_from(path, roster, poll, cancel, last)
+}
+
+async fn watch_from(
+    path: PathBuf,
+    roster: Roster,
+    poll: Option<Duration>,
+    cancel: CancellationToken,
+    mut last: Option<Vec<u8>>,
 ) {
-    let mut last = tokio::fs::read(&path).await.ok();
     #[cfg(unix)]
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|e| warn!("Cannot watch SIGHUP: {e}; reloads follow file changes only"))
