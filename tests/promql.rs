@@ -331,22 +331,23 @@ json_pointer = "/workers"
     }
     assert!(tool.workers() >= 4.0, "never climbed on fresh data");
 
-    let st = api.lock().unwrap();
-    assert!(st
-        .headers
-        .contains(&("x-scope-orgid".into(), "team-a".into())));
-    assert!(st
-        .headers
-        .contains(&("authorization".into(), "Bearer t0ken".into())));
-    assert!(
-        st.queries.iter().any(
-            |q| q == "max(timestamp(k6_http_reqs_total{testid=\"run-1\"}))"
-                || q.starts_with("min(label_replace(max(timestamp(k6_http_reqs_total")
-        ),
-        "no freshness query in {:?}",
-        st.queries
-    );
-    drop(st);
+    {
+        let st = api.lock().unwrap();
+        assert!(st
+            .headers
+            .contains(&("x-scope-orgid".into(), "team-a".into())));
+        assert!(st
+            .headers
+            .contains(&("authorization".into(), "Bearer t0ken".into())));
+        assert!(
+            st.queries.iter().any(
+                |q| q == "max(timestamp(k6_http_reqs_total{testid=\"run-1\"}))"
+                    || q.starts_with("min(label_replace(max(timestamp(k6_http_reqs_total")
+            ),
+            "no freshness query in {:?}",
+            st.queries
+        );
+    }
     running.shutdown(Duration::from_secs(5)).await;
     server.abort();
 }
