@@ -760,7 +760,9 @@ impl GroupTask {
         self.reconcile(&mut members, self.specs(&discovery));
         let mut gov = ThrottleGovernor::new(p);
         let eff = rebalance(&mut members, &p, integer);
-        gov = with_ceiling(&gov, &p, eff);
+        if eff > 0.0 {
+            gov = with_ceiling(&gov, &p, eff);
+        }
 
         let mut need_split = false;
         if let Some(r) = self.lifecycle.resume {

@@ -339,6 +339,36 @@ async fn http_sd_lists_the_instances() {
     server.abort();
 }
 
+#[test]
+fn the_example_group_config_is_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config/distributed.toml");
+    let cfg = Config::load(std::path::Path::new(path)).unwrap();
+    assert!(cfg.targets[0].is_group());
+    assert_eq!(cfg.targets[0].instances.len(), 3);
+}
+
+#[test]
+fn group_errors_name_the_instance_and_field() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config/distributed.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let bad = text
+        .replace(
+            "name = \"b\"\naddress = \"127.0.0.1:9102\"",
+            "name = \"b\"\nweight = -1",
+        )
+        .replace(
+            "url = \"http://{{address}}/metrics\"",
+            "url = \"http://{{address}}/metrics?{{labels.zone}}\"",
+        );
+    let err = Config::parse(&bad).unwrap_err().to_string();
+    for want in [
+        "targets[fleet].instances[b].weight",
+        "targets[fleet].instances[a].signal: `{{labels.zone}}` is used but instance `a` has no label `zone`",
+    ] {
+        assert!(err.contains(want), "{want} missing in:\n{err}");
+    }
+}
+
 async fn wait(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {

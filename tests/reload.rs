@@ -260,3 +260,97 @@ async fn sighup_reloads_the_running_binary() {
     assert!(log.contains("Config reloaded (SIGHUP)"), "{log}");
     drop(guard);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_group_keeps_its_state_and_shares() {
+    let tools = [
+        FakeTool::start(1e6, 1.0).await,
+        FakeTool::start(1e6, 1.0).await,
+    ];
+    let group = |high: &str| {
+        let instances: String = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                format!(
+                    "[[targets.instances]]\nname = \"i{i}\"\naddress = \"{}\"\n",
+                    t.addr
+                )
+            })
+            .collect();
+        format!(
+            r#"
+[[targets]]
+name = "g"
+knob = "concurrency"
+ceiling = 40
+floor = 2
+high = {high}
+window = "100ms"
+
+[targets.signal]
+kind = "prometheus"
+url = "http://{{{{address}}}}/metrics"
+attempts = 'fake_attempts_total'
+failures = 'fake_requests_total{{outcome="failure"}}'
+
+[targets.control]
+kind = "http"
+url = "http://{{{{address}}}}/admin/workers"
+body = '{{"workers": {{{{value}}}}}}'
+confirm_interval = "20ms"
+[targets.control.read_back]
+url = "http://{{{{address}}}}/admin/workers"
+json_pointer = "/workers"
+
+{instances}"#
+        )
+    };
+    let running = supervisor::start(
+        &Config::parse(&config(&[group("0.05")])).unwrap(),
+        RunOptions::default(),
+        None,
+    )
+    .await
+    .unwrap();
+    let ctl = running.addr;
+    assert!(
+        wait_for(Duration::from_secs(10), || async {
+            tools[0].workers() == 20.0 && tools[1].workers() == 20.0
+        })
+        .await,
+        "the group did not reach its ceiling 40 as 20/20"
+    );
+    let writes: Vec<u64> = tools.iter().map(|t| t.writes()).collect();
+    let summary = running
+        .reload(Config::parse(&config(&[group("0.1")])).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(summary.kept_state, ["g"]);
+    assert!(
+        wait_for(Duration::from_secs(3), || async {
+            target_status(ctl, "g").await["windows"]
+                .as_u64()
+                .unwrap_or(0)
+                >= 3
+        })
+        .await
+    );
+    // Resumed at 40: the shares stay 20/20; the opening offer 2 was not
+    // published again (at most the same share was rewritten).
+    assert_eq!((tools[0].workers(), tools[1].workers()), (20.0, 20.0));
+    for (t, before) in tools.iter().zip(writes) {
+        assert!(
+            t.writes() <= before + 1,
+            "{} writes after the reload",
+            t.writes() - before
+        );
+    }
+    let st = target_status(ctl, "g").await;
+    assert_eq!(
+        (st["offer"].as_f64(), st["high"].as_f64()),
+        (Some(40.0), Some(0.1)),
+        "{st}"
+    );
+    running.shutdown(Duration::from_secs(5)).await;
+}

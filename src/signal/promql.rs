@@ -845,6 +845,59 @@ mod tests {
     }
 
     #[test]
+    fn promql_and_push_targets_are_validated_by_field() {
+        let target = |signal: &str, read_back: bool| {
+            format!(
+                "[[targets]]\nname = \"t\"\nknob = \"rate\"\nfloor = 1\nhigh = 0.05\n\
+                 [targets.signal]\n{signal}\n\
+                 [targets.control]\nkind = \"http\"\nurl = \"http://127.0.0.1:1/r\"\n{}",
+                if read_back {
+                    "[targets.control.read_back]\nurl = \"http://127.0.0.1:1/r\"\njson_pointer = \"/r\"\n"
+                } else {
+                    ""
+                }
+            )
+        };
+        let ok = target(
+            "kind = \"promql\"\nurl = \"http://p:9090\"\nattempts = 'sum(a)'\nfailures = 'sum(b)'",
+            true,
+        );
+        crate::config::Config::parse(&ok).unwrap();
+        let bad = target(
+            "kind = \"promql\"\nurl = \"p:9090\"\nattempts = 'sum(a'\nfailures = 'sum(b)'\nmax_age = \"0s\"",
+            false,
+        );
+        let err = crate::config::Config::parse(&bad).unwrap_err().to_string();
+        for field in [
+            "targets[t].signal.url",
+            "targets[t].signal.attempts: `sum(a` is not valid PromQL",
+            "targets[t].signal.max_age",
+            "targets[t].control.read_back",
+        ] {
+            assert!(err.contains(field), "{field} missing in:\n{err}");
+        }
+        let push = target(
+            "kind = \"push\"\njob = \"nb\"\nattempts = 'x'\nfailures = 'y{'",
+            true,
+        );
+        let err = crate::config::Config::parse(&push).unwrap_err().to_string();
+        assert!(err.contains("cumulative"), "{err}");
+        let push = target(
+            "kind = \"push\"\njob = \"\"\nlabels = { job = \"x\" }\nsuccesses = 'x'\nattempts = 'x'\nfailures = 'y{'\ncumulative = false",
+            true,
+        );
+        let err = crate::config::Config::parse(&push).unwrap_err().to_string();
+        for field in [
+            "signal.job",
+            "signal.labels",
+            "signal.successes: give either",
+            "signal.failures: bad selector",
+        ] {
+            assert!(err.contains(field), "{field} missing in:\n{err}");
+        }
+    }
+
+    #[test]
     fn typos_are_caught_before_the_server_sees_them() {
         assert!(check_balanced("sum(rate(x[1m]))").is_ok());
         assert!(check_balanced(r#"x{a="(}"}"#).is_ok());
