@@ -252,6 +252,8 @@ fn strip_tuning(v: &mut serde_json::Value) {
         "max_age",
         "bearer_token_file",
         "bearer_token_env",
+        "basic_auth_password_file",
+        "basic_auth_password_env",
         "content_type",
         "method",
         "body",

@@ -85,6 +85,12 @@ pub struct PromqlSignalConfig {
     pub bearer_token_file: Option<PathBuf>,
     /// An environment variable holding a bearer token.
     pub bearer_token_env: Option<String>,
+    /// Basic auth user (Grafana Cloud, some Mimir and Thanos gateways).
+    pub basic_auth_user: Option<String>,
+    /// A file holding the basic auth password.
+    pub basic_auth_password_file: Option<PathBuf>,
+    /// An environment variable holding the basic auth password.
+    pub basic_auth_password_env: Option<String>,
 }
 
 fn default_query_timeout() -> Duration {
@@ -155,14 +161,39 @@ impl PromqlSignalConfig {
         if self.max_age.is_some_and(|d| d.is_zero()) {
             out.push(("max_age", "must be longer than 0s".to_string()));
         }
-        if let Err(e) = header_map(self) {
-            out.push(("headers", e));
-        }
         if let Err(e) = token::check(
             self.bearer_token_file.as_deref(),
             self.bearer_token_env.as_deref(),
         ) {
             out.push(("bearer_token_file", e));
+        }
+        let password = token::check(
+            self.basic_auth_password_file.as_deref(),
+            self.basic_auth_password_env.as_deref(),
+        );
+        match (&self.basic_auth_user, password) {
+            (_, Err(e)) => out.push(("basic_auth_password_file", e)),
+            (Some(_), Ok(())) if self.basic_auth_password_file.is_none() && self.basic_auth_password_env.is_none() => out.push((
+                "basic_auth_password_file",
+                "basic auth needs a password: give `basic_auth_password_file` or `basic_auth_password_env`".to_string(),
+            )),
+            (None, Ok(())) if self.basic_auth_password_file.is_some() || self.basic_auth_password_env.is_some() => {
+                out.push(("basic_auth_user", "a basic auth password needs `basic_auth_user`".to_string()))
+            }
+            _ => {}
+        }
+        if self.basic_auth_user.is_some()
+            && (self.bearer_token_file.is_some() || self.bearer_token_env.is_some())
+        {
+            out.push((
+                "basic_auth_user",
+                "give either basic auth or a bearer token, not both".to_string(),
+            ));
+        }
+        if out.is_empty() {
+            if let Err(e) = header_map(self) {
+                out.push(("headers", e));
+            }
         }
         out
     }
@@ -332,6 +363,18 @@ fn header_map(cfg: &PromqlSignalConfig) -> Result<HeaderMap, String> {
     )? {
         let mut value = HeaderValue::from_str(&format!("Bearer {t}"))
             .map_err(|_| "the bearer token holds characters not allowed in a header".to_string())?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    if let Some(user) = &cfg.basic_auth_user {
+        let password = token::read(
+            cfg.basic_auth_password_file.as_deref(),
+            cfg.basic_auth_password_env.as_deref(),
+        )?
+        .ok_or("basic auth needs a password")?;
+        let mut value = HeaderValue::from_str(&token::basic(user, &password)).map_err(|_| {
+            "the basic auth user holds characters not allowed in a header".to_string()
+        })?;
         value.set_sensitive(true);
         headers.insert(AUTHORIZATION, value);
     }
@@ -895,6 +938,39 @@ mod tests {
         ] {
             assert!(err.contains(field), "{field} missing in:\n{err}");
         }
+    }
+
+    #[test]
+    fn auth_and_tenant_become_headers() {
+        let dir = std::env::temp_dir().join(format!("tg-basic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("password");
+        std::fs::write(&file, "open sesame\n").unwrap();
+        let cfg: PromqlSignalConfig = toml::from_str(&format!(
+            r#"url = "http://p:9090"
+               attempts = "sum(a)"
+               failures = "sum(b)"
+               org_id = "tenant-1"
+               basic_auth_user = "Aladdin"
+               basic_auth_password_file = "{}""#,
+            file.display()
+        ))
+        .unwrap();
+        assert!(cfg.problems().is_empty(), "{:?}", cfg.problems());
+        let h = header_map(&cfg).unwrap();
+        assert_eq!(h["authorization"], "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert!(h["authorization"].is_sensitive());
+        assert_eq!(h["x-scope-orgid"], "tenant-1");
+        let mut both = cfg.clone();
+        both.bearer_token_file = Some(file.clone());
+        assert!(both.problems().iter().any(|(_, e)| e.contains("not both")));
+        let mut no_password = cfg;
+        no_password.basic_auth_password_file = None;
+        assert!(no_password
+            .problems()
+            .iter()
+            .any(|(_, e)| e.contains("needs a password")));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

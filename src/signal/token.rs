@@ -32,6 +32,29 @@ pub fn check(file: Option<&Path>, env: Option<&str>) -> Result<(), String> {
     read(file, env).map(|_| ())
 }
 
+/// The `Authorization` value of HTTP basic auth: `Basic base64(user:password)`.
+pub fn basic(user: &str, password: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let input = format!("{user}:{password}");
+    let mut out = String::from("Basic ");
+    for chunk in input.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Compares a presented token with the expected one in constant time.
 pub fn matches(presented: &str, expected: &str) -> bool {
     let (a, b) = (presented.as_bytes(), expected.as_bytes());
@@ -61,6 +84,17 @@ mod tests {
         assert!(e.contains("not set"), "{e}");
         std::fs::write(&file, "  \n").unwrap();
         assert!(read(Some(&file), None).unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn basic_auth_is_base64_of_user_colon_password() {
+        assert_eq!(
+            basic("Aladdin", "open sesame"),
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+        assert_eq!(basic("a", "b"), "Basic YTpi");
+        assert_eq!(basic("ab", "c"), "Basic YWI6Yw==");
+        assert_eq!(basic("ab", "cd"), "Basic YWI6Y2Q=");
     }
 
     #[test]
