@@ -226,9 +226,17 @@ async fn curl_pushes_form_cumulative_and_per_push_delta_windows() {
         ),
         422
     );
+    // Bodies beyond the server's 64 KiB default for other routes are fine
+    // up to [server.push] max_body_bytes (1 MiB by default).
+    let big: String = (0..4000)
+        .map(|i| format!("nb_ops_total{{result=\"ok\",shard=\"{i}\"}} 1\n"))
+        .collect::<String>()
+        + "nb_ops_total{result=\"error\"} 0\n";
+    assert!(big.len() > 128 * 1024);
+    assert_eq!(curl("PUT", &url("nb/instance/w2"), &big, &[]), 200);
     let m = get_text(&format!("http://{ctl}/metrics")).await;
     assert!(
-        m.contains("throttle_push_requests_total{result=\"accepted\"} 5"),
+        m.contains("throttle_push_requests_total{result=\"accepted\"} 6"),
         "{m}"
     );
     assert!(
