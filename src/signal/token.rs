@@ -84,6 +84,7 @@ mod tests {
         assert!(e.contains("not set"), "{e}");
         std::fs::write(&file, "  \n").unwrap();
         assert!(read(Some(&file), None).unwrap_err().contains("empty"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
