@@ -50,6 +50,9 @@ pub struct ServerConfig {
     /// Keeps each target's congestion memory (`last_bad`, streak) across
     /// restarts of the controller; written atomically after every change.
     pub state_file: Option<std::path::PathBuf>,
+    /// The push endpoint's guards (`kind = "push"` signals).
+    #[serde(default)]
+    pub push: crate::signal::push::PushServerConfig,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +60,7 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: default_listen(),
             state_file: None,
+            push: Default::default(),
         }
     }
 }
@@ -128,6 +132,13 @@ pub struct TargetConfig {
     pub signal: SignalConfig,
     /// Where offers go.
     pub control: ControlConfig,
+    /// Several load-generator instances governed as one (see [`crate::group`]);
+    /// `signal` and `control` are then templates (`{{address}}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<crate::group::InstanceConfig>,
+    /// Discovery and tuning of a target group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::group::GroupConfig>,
 }
 
 fn default_signal_loss_windows() -> u32 {
@@ -169,6 +180,10 @@ pub enum SignalConfig {
     K6(K6SignalConfig),
     /// Goose's WebSocket controller: `metrics-json`.
     Goose(GooseSignalConfig),
+    /// Instant queries against a Prometheus-compatible HTTP API.
+    Promql(crate::signal::promql::PromqlSignalConfig),
+    /// Prometheus text pushed to the controller, Pushgateway-style.
+    Push(crate::signal::push::PushSignalConfig),
 }
 
 impl SignalConfig {
@@ -188,6 +203,18 @@ impl SignalConfig {
             SignalConfig::Locust(_) => "locust",
             SignalConfig::K6(_) => "k6",
             SignalConfig::Goose(_) => "goose",
+            SignalConfig::Promql(_) => "promql",
+            SignalConfig::Push(_) => "push",
+        }
+    }
+
+    /// Fills the defaults that depend on the target's window (a PromQL
+    /// `{{window}}`, `max_age`).
+    pub fn resolve_window(&mut self, window: Duration) {
+        match self {
+            SignalConfig::Promql(q) => q.resolve(window),
+            SignalConfig::Push(p) => p.resolve(window),
+            _ => {}
         }
     }
 
@@ -199,6 +226,7 @@ impl SignalConfig {
             // `user_count` rides along in the same stats response.
             SignalConfig::Locust(_) => true,
             SignalConfig::K6(_) | SignalConfig::Goose(_) => false,
+            SignalConfig::Promql(_) | SignalConfig::Push(_) => false,
         }
     }
 }
@@ -624,6 +652,9 @@ impl Config {
                 reason: "no [[targets]] given: nothing to govern".into(),
             });
         }
+        for t in &mut targets {
+            t.resolve_window();
+        }
         let config = Config { server, targets };
         errors.extend(config.validate());
         if errors.is_empty() {
@@ -637,6 +668,13 @@ impl Config {
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
         let mut names = HashSet::new();
+        for (field, reason) in self.server.push.problems() {
+            errors.push(FieldError {
+                target: None,
+                field: format!("server.push.{field}"),
+                reason,
+            });
+        }
         for t in &self.targets {
             let mut err = |field: &str, reason: String| {
                 errors.push(FieldError {
@@ -661,11 +699,19 @@ impl Config {
             if t.signal_loss_windows == 0 {
                 err("signal_loss_windows", "must be at least 1".into());
             }
+            if t.is_group() {
+                for (field, reason) in crate::group::problems(t) {
+                    err(&field, reason);
+                }
+                continue;
+            }
             check_adapters(&mut err, t);
             let SignalConfig::Prometheus(s) = &t.signal else {
-                // A tool adapter's signal (checked above); a generic http
-                // control may still pair with it.
-                if let ControlConfig::Http(c) = &t.control {
+                if matches!(t.signal, SignalConfig::Promql(_) | SignalConfig::Push(_)) {
+                    check_other_signal(t, &mut err);
+                } else if let ControlConfig::Http(c) = &t.control {
+                    // A tool adapter's signal (checked above); a generic
+                    // http control may still pair with it.
                     check_http_control(&mut err, c, t.signal.has_offer());
                 }
                 continue;
@@ -797,7 +843,7 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
         }
     };
     match &t.signal {
-        SignalConfig::Prometheus(_) => {}
+        SignalConfig::Prometheus(_) | SignalConfig::Promql(_) | SignalConfig::Push(_) => {}
         SignalConfig::Locust(l) => {
             check_url(err, "signal.url", &l.url);
             positive(err, "signal.timeout", l.timeout);
@@ -957,18 +1003,64 @@ pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error
     })
 }
 
-fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+/// Deserializes an optional humantime duration (present means `Some`).
+pub fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     de_duration(d).map(Some)
 }
 
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes a duration as a humantime string.
+pub fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&humantime::format_duration(*d).to_string())
 }
 
-fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes an optional duration as a humantime string.
+pub fn ser_opt_duration<S: serde::Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => ser_duration(d, s),
         None => s.serialize_none(),
+    }
+}
+
+impl TargetConfig {
+    /// Resolves the window-dependent signal defaults of the target and of
+    /// its instances.
+    pub fn resolve_window(&mut self) {
+        let window = self.window;
+        self.signal.resolve_window(window);
+        for i in &mut self.instances {
+            if let Some(s) = &mut i.signal {
+                s.resolve_window(window);
+            }
+        }
+    }
+}
+
+/// Checks a target whose signal is not a scrape (`promql`, `push`): the
+/// signal's own rules, then the control, which must confirm writes through
+/// its own read-back because these signals carry no offer gauge.
+fn check_other_signal(t: &TargetConfig, err: &mut impl FnMut(&str, String)) {
+    let problems = match &t.signal {
+        SignalConfig::Promql(q) => {
+            check_url(err, "signal.url", &q.url);
+            q.problems()
+        }
+        SignalConfig::Push(p) => p.problems(),
+        _ => Vec::new(),
+    };
+    for (field, reason) in problems {
+        err(&format!("signal.{field}"), reason);
+    }
+    check_control(&t.control, false, err);
+}
+
+/// The control's rules; `has_offer` says whether the signal can confirm writes.
+fn check_control(control: &ControlConfig, has_offer: bool, err: &mut impl FnMut(&str, String)) {
+    // The tool adapters' controls are checked by `check_adapters`.
+    if let ControlConfig::Http(c) = control {
+        check_http_control(err, c, has_offer);
     }
 }
 

@@ -12,7 +12,7 @@
 //!
 //! | stage | module | what lives there |
 //! |---|---|---|
-//! | signal | [`signal`] | where counters come from: exposition parser, selectors, Prometheus scrape |
+//! | signal | [`signal`] | where counters come from: exposition parser, selectors, Prometheus scrape, PromQL, push |
 //! | window | [`window`] | pure counter deltas, resets, fractions |
 //! | governor | [`governor`] | pure decision rules and per-target state (`GOVERNOR.md`) |
 //! | control | [`control`] | where offers go: HTTP writes, read-back, confirmation |
@@ -27,6 +27,8 @@
 //! | [`cli`] | the command-line interface (clap definitions) |
 //! | [`config`] | the TOML config and its validation |
 //! | [`target`] | one target's loop: read → window → decide → write |
+//! | [`group`] | a target group: many instances, one window, one decision, the offer split |
+//! | [`reload`] | hot reload on SIGHUP or a config change, keeping governor state |
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
 //! | [`demo`] | the built-in demo: sim + controller + report in one process |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
@@ -41,6 +43,8 @@ pub mod config;
 pub mod control;
 pub mod demo;
 pub mod governor;
+pub mod group;
+pub mod reload;
 pub mod replay;
 pub mod report;
 pub mod signal;

@@ -108,6 +108,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         RunOptions {
             dry_run: args.dry_run,
             history_limit,
+            ..Default::default()
         },
         None,
     )
@@ -118,6 +119,13 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         supervisor::shutdown_signal().await;
         c.cancel();
     });
+    // Hot reload on SIGHUP or when the file changes.
+    tokio::spawn(throttle_governor::reload::watch(
+        args.config.clone(),
+        running.reloader(),
+        (!args.config_poll.is_zero()).then_some(args.config_poll),
+        cancel.clone(),
+    ));
     let stop = StopWhen {
         steady: args.until_steady.then_some(rule),
         after: args.max_duration,

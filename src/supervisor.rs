@@ -29,6 +29,9 @@ pub struct RunOptions {
     pub dry_run: bool,
     /// Windows of history kept per target (for reports and steadiness).
     pub history_limit: usize,
+    /// Where congestion memory is kept across restarts (opened from
+    /// `[server] state_file` by [`start`]).
+    pub state: Option<Arc<StateStore>>,
 }
 
 impl Default for RunOptions {
@@ -36,6 +39,7 @@ impl Default for RunOptions {
         RunOptions {
             dry_run: false,
             history_limit: crate::telemetry::HISTORY_LIMIT,
+            state: None,
         }
     }
 }
@@ -57,6 +61,9 @@ pub enum SupervisorError {
     /// The state file could not be read.
     #[error("{0}")]
     State(String),
+    /// The push endpoint's settings could not be applied.
+    #[error("server.push: {0}")]
+    Push(String),
     /// The telemetry listener could not be bound.
     #[error(
         "cannot listen on {addr}: {source} (is another process using it? set [server] listen)"
@@ -117,11 +124,13 @@ pub fn build_tasks(
     config: &Config,
     telemetry: &Arc<Telemetry>,
     opts: &RunOptions,
-    state: Option<Arc<StateStore>>,
 ) -> Result<Vec<TargetTask>, SupervisorError> {
     let client = http_client()?;
     let mut tasks = Vec::new();
     for t in &config.targets {
+        if t.is_group() {
+            continue; // built by crate::group
+        }
         let err = |reason: String| SupervisorError::Target {
             target: t.name.clone(),
             reason,
@@ -138,6 +147,7 @@ pub fn build_tasks(
         let control_client =
             client_for(&client, t.control.tls().unwrap_or(&no_tls)).map_err(&err)?;
         let source = Source::new(&t.signal, signal_client).map_err(&err)?;
+        source.attach_push(&telemetry.push);
         let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, control_client)
             .map_err(|e| err(e.to_string()))?
             .with_window(t.window);
@@ -148,7 +158,8 @@ pub fn build_tasks(
             actuator,
             telemetry: telemetry.clone(),
             dry_run: opts.dry_run,
-            state: state.clone(),
+            state: opts.state.clone(),
+            lifecycle: Default::default(),
         });
     }
     Ok(tasks)
@@ -165,6 +176,7 @@ pub struct Running {
     server: tokio::task::JoinHandle<()>,
     server_cancel: CancellationToken,
     state: Option<Arc<StateStore>>,
+    roster: crate::reload::Roster,
 }
 
 /// Starts the server and every target; returns at once.
@@ -174,13 +186,21 @@ pub async fn start(
     listener: Option<tokio::net::TcpListener>,
 ) -> Result<Running, SupervisorError> {
     let telemetry = Arc::new(Telemetry::with_history(opts.history_limit));
-    let state = match &config.server.state_file {
-        Some(path) => Some(Arc::new(
-            StateStore::open(path).map_err(|e| SupervisorError::State(e.to_string()))?,
-        )),
-        None => None,
-    };
-    let tasks = build_tasks(config, &telemetry, &opts, state.clone())?;
+    let mut opts = opts;
+    if opts.state.is_none() {
+        if let Some(path) = &config.server.state_file {
+            opts.state = Some(Arc::new(
+                StateStore::open(path).map_err(|e| SupervisorError::State(e.to_string()))?,
+            ));
+        }
+    }
+    let state = opts.state.clone();
+    let tasks = build_tasks(config, &telemetry, &opts)?;
+    let groups = crate::reload::Unit::build_groups(config, &telemetry, &opts)?;
+    telemetry
+        .push
+        .configure(&config.server.push)
+        .map_err(SupervisorError::Push)?;
     let listener = match listener {
         Some(l) => l,
         None => tokio::net::TcpListener::bind(config.server.listen)
@@ -204,12 +224,16 @@ pub async fn start(
             warn!(error = %e, "Telemetry server stopped");
         }
     });
-    info!(%addr, targets = tasks.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
+    info!(%addr, targets = tasks.len() + groups.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
     let cancel = CancellationToken::new();
-    let mut targets = JoinSet::new();
-    for task in tasks {
-        targets.spawn(task.run(cancel.child_token()));
-    }
+    let targets = JoinSet::new();
+    let units = tasks
+        .into_iter()
+        .map(|t| crate::reload::Unit::Single(Box::new(t)))
+        .chain(groups)
+        .collect();
+    let roster =
+        crate::reload::Roster::start(config, units, &cancel, telemetry.clone(), opts.clone());
     if let Some(store) = state.clone() {
         let token = cancel.child_token();
         tokio::spawn(async move {
@@ -233,6 +257,7 @@ pub async fn start(
         server,
         server_cancel,
         state,
+        roster,
     })
 }
 
@@ -291,6 +316,20 @@ impl Running {
         report_from(&self.telemetry, rule)
     }
 
+    /// Applies a new, validated config (see [`crate::reload`]); on error
+    /// the running config stays in effect.
+    pub async fn reload(
+        &self,
+        config: Config,
+    ) -> Result<crate::reload::ReloadSummary, crate::reload::ReloadError> {
+        self.roster.reload(config).await
+    }
+
+    /// The handle [`crate::reload::watch`] reloads through.
+    pub fn reloader(&self) -> crate::reload::Roster {
+        self.roster.clone()
+    }
+
     /// A token that stops every target when cancelled.
     pub fn cancel_token(&self) -> CancellationToken {
         self.cancel.clone()
@@ -305,6 +344,7 @@ impl Running {
             self.targets.abort_all();
             while self.targets.join_next().await.is_some() {}
         }
+        self.roster.drain(grace).await;
         if let Some(store) = &self.state {
             if let Err(e) = store.flush() {
                 warn!(error = %e, "Cannot write the state file");

@@ -47,6 +47,8 @@ pub struct TargetTask {
     pub dry_run: bool,
     /// Where congestion memory is kept across restarts, if anywhere.
     pub state: Option<Arc<StateStore>>,
+    /// Resume and handover on a config reload.
+    pub lifecycle: crate::reload::Lifecycle,
 }
 
 /// Consecutive windows without a valid signal.
@@ -101,7 +103,11 @@ impl TargetTask {
         });
 
         let mut gov = ThrottleGovernor::new(p);
-        if let Some(m) = self.state.as_ref().and_then(|s| s.get(&name)) {
+        let resume = self.lifecycle.resume;
+        if let Some(r) = resume {
+            gov.set_current(r.current);
+            gov.restore_memory(r.last_bad, r.clean_streak);
+        } else if let Some(m) = self.state.as_ref().and_then(|s| s.get(&name)) {
             gov.restore_memory(m.last_bad, m.clean_streak);
             info!(target = %name, "{name}: restored congestion memory from the state file: last_bad {}, clean streak {}",
                 m.last_bad.map(|v| offer(knob, v)).unwrap_or("none".into()), m.clean_streak);
@@ -127,7 +133,9 @@ impl TargetTask {
         );
 
         // Publish the opening offer before the first window (confirmed).
-        if self.dry_run {
+        if let Some(r) = resume {
+            info!(target = %name, "Resuming at {} {knob} with its congestion memory (config reload)", offer(knob, r.current));
+        } else if self.dry_run {
             info!(target = %name, "Dry run: would publish the opening offer {} {knob}", offer(knob, p.start));
         } else {
             info!(target = %name, "Publishing the opening offer {} {knob}", offer(knob, p.start));
@@ -283,6 +291,8 @@ impl TargetTask {
             OnExit::Floor => Some(p.floor),
             OnExit::Start => Some(p.start),
         };
+        // A reload that replaces this task hands the knob over as it is.
+        let exit_value = exit_value.filter(|_| !self.lifecycle.handover.is_cancelled());
         if let (Some(v), false) = (exit_value, self.dry_run) {
             match tokio::time::timeout(grace, self.actuator.write_confirmed(v)).await {
                 Ok(WriteOutcome::Confirmed { .. }) => {

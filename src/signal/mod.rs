@@ -17,11 +17,17 @@
 //! - [`http`]: the bounded HTTP fetch shared by every source.
 //! - Tool-specific sources (Locust, k6, Goose) live in [`crate::adapters`],
 //!   one file per tool beside that tool's control.
+//! - [`promql`]: instant queries against a Prometheus-compatible API.
+//! - [`push`]: Prometheus text pushed to the controller, Pushgateway-style.
+//! - [`token`]: bearer tokens from files or environment variables.
 
 pub mod exposition;
 pub mod http;
 pub mod prometheus;
+pub mod promql;
+pub mod push;
 pub mod selector;
+pub mod token;
 
 use thiserror::Error;
 
@@ -83,6 +89,9 @@ pub enum SignalError {
     /// The tool answered, but refused the request.
     #[error("{0}")]
     Refused(String),
+    /// The newest data is older than the target allows: no signal.
+    #[error("stale signal: {0}")]
+    Stale(String),
 }
 
 impl SignalError {
@@ -98,6 +107,7 @@ impl SignalError {
             SignalError::MissingSeries(_) => "missing_series",
             SignalError::Format(_) => "format",
             SignalError::Refused(_) => "refused",
+            SignalError::Stale(_) => "stale",
         }
     }
 }
@@ -116,6 +126,10 @@ pub enum Source {
     K6(crate::adapters::k6::K6Source),
     /// Goose's WebSocket controller metrics.
     Goose(crate::adapters::goose::GooseSource),
+    /// Instant PromQL queries.
+    Promql(promql::PromqlSource),
+    /// Pushed Prometheus text.
+    Push(push::PushSource),
 }
 
 impl Source {
@@ -134,6 +148,10 @@ impl Source {
             crate::config::SignalConfig::Goose(g) => {
                 Ok(Source::Goose(crate::adapters::goose::GooseSource::new(g)))
             }
+            crate::config::SignalConfig::Promql(q) => {
+                Ok(Source::Promql(promql::PromqlSource::new(q, client)?))
+            }
+            crate::config::SignalConfig::Push(p) => Ok(Source::Push(push::PushSource::new(p)?)),
         }
     }
 
@@ -144,6 +162,8 @@ impl Source {
             Source::Locust(l) => l.read().await,
             Source::K6(k) => k.read().await,
             Source::Goose(g) => g.read().await,
+            Source::Promql(q) => q.read().await,
+            Source::Push(p) => p.read().await,
         }
     }
 
@@ -153,6 +173,15 @@ impl Source {
             Source::Prometheus(p) => p.has_offer(),
             Source::Locust(_) => true,
             Source::K6(_) | Source::Goose(_) => false,
+            Source::Promql(_) | Source::Push(_) => false,
+        }
+    }
+
+    /// Connects a push source to the controller's push endpoint (a no-op
+    /// for every other kind). Call it once per built source.
+    pub fn attach_push(&self, store: &push::PushStore) {
+        if let Source::Push(p) = self {
+            store.register(p.inbox());
         }
     }
 }

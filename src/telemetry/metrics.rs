@@ -57,6 +57,31 @@ pub struct WriteLabels {
     pub result: &'static str,
 }
 
+/// `{result}` of a push to the push endpoint.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PushLabels {
+    /// `accepted`, `unauthorized`, `too_large`, `unsupported`,
+    /// `bad_request`, `no_target` or `unusable`.
+    pub result: &'static str,
+}
+
+/// `{target, member}`: one instance of a target group. (Not `instance`,
+/// which Prometheus owns.)
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MemberLabels {
+    /// The group's target name.
+    pub target: String,
+    /// The member's name (its address by default).
+    pub member: String,
+}
+
+/// `{result}` of a config reload.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReloadLabels {
+    /// `applied` or `rejected`.
+    pub result: &'static str,
+}
+
 /// `{version}`
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BuildLabels {
@@ -122,6 +147,14 @@ pub struct Metrics {
     pub read_duration: Family<TargetLabel, Histogram>,
     /// `throttle_control_write_duration_seconds`
     pub write_duration: Family<TargetLabel, Histogram>,
+    /// `throttle_push_requests_total`
+    pub push_requests: Family<PushLabels, Counter>,
+    /// `throttle_member_offer`: each group member's share of the offer
+    pub member_offer: Family<MemberLabels, GaugeF>,
+    /// `throttle_member_up`: 1 while a group member takes part in the split
+    pub member_up: Family<MemberLabels, GaugeF>,
+    /// `throttle_config_reloads_total`
+    pub config_reloads: Family<ReloadLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -159,6 +192,10 @@ impl Metrics {
             process: Default::default(),
             read_duration: Family::new_with_constructor(duration_histogram),
             write_duration: Family::new_with_constructor(duration_histogram),
+            push_requests: Family::default(),
+            member_offer: Family::default(),
+            member_up: Family::default(),
+            config_reloads: Family::default(),
             registry: Registry::default(),
         };
         let build: Family<BuildLabels, GaugeF> = Family::default();
@@ -297,6 +334,26 @@ impl Metrics {
             "throttle_control_write_duration_seconds",
             "Time from write start to confirmation or failure",
             m.write_duration.clone(),
+        );
+        registry.register(
+            "throttle_push_requests",
+            "Pushes received on /metrics/job/..., by result",
+            m.push_requests.clone(),
+        );
+        registry.register(
+            "throttle_member_offer",
+            "Each target-group member's share of the group's offer",
+            m.member_offer.clone(),
+        );
+        registry.register(
+            "throttle_member_up",
+            "1 while a target-group member takes part in the split, 0 while it is down",
+            m.member_up.clone(),
+        );
+        registry.register(
+            "throttle_config_reloads",
+            "Config reloads by result: applied or rejected",
+            m.config_reloads.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -94,6 +94,27 @@ pub struct TargetStatus {
     pub signal_lost: bool,
 }
 
+/// The live state of one member of a target group, for `/api/v1/groups`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberStatus {
+    /// The member's name (its address by default).
+    pub name: String,
+    /// The address it was discovered or configured with.
+    pub address: Option<String>,
+    /// Its weight in the split.
+    pub weight: f64,
+    /// Whether it takes part in the split.
+    pub up: bool,
+    /// Its share of the group's offer (null while down).
+    pub share: Option<f64>,
+    /// The most it may be given: its weighted share of the group's ceiling.
+    pub ceiling_share: Option<f64>,
+    /// The value its tool reported last.
+    pub committed: Option<f64>,
+    /// The last signal error, while down.
+    pub last_error: Option<String>,
+}
+
 /// Metrics, status and history shared by every target task and the server.
 #[derive(Debug)]
 pub struct Telemetry {
@@ -102,6 +123,9 @@ pub struct Telemetry {
     status: Mutex<BTreeMap<String, TargetStatus>>,
     history: Mutex<BTreeMap<String, VecDeque<WindowRecord>>>,
     history_limit: usize,
+    /// The push endpoint's state (`kind = "push"` signals).
+    pub push: crate::signal::push::PushStore,
+    groups: Mutex<BTreeMap<String, Vec<MemberStatus>>>,
 }
 
 impl Default for Telemetry {
@@ -118,6 +142,8 @@ impl Telemetry {
             status: Mutex::default(),
             history: Mutex::default(),
             history_limit: limit.max(1),
+            push: Default::default(),
+            groups: Mutex::default(),
         }
     }
 
@@ -132,6 +158,36 @@ impl Telemetry {
         lock(&self.status).remove(name);
         lock(&self.history).remove(name);
         self.metrics.remove_target(name);
+        self.set_members(name, None);
+    }
+
+    /// Replaces a group's member statuses (`None` removes the group and the
+    /// series of every member it had).
+    pub fn set_members(&self, name: &str, members: Option<Vec<MemberStatus>>) {
+        let mut groups = lock(&self.groups);
+        let old = match members {
+            Some(m) => groups.insert(name.to_string(), m),
+            None => groups.remove(name),
+        };
+        let keep: Vec<String> = groups
+            .get(name)
+            .map(|m| m.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default();
+        for gone in old.unwrap_or_default() {
+            if !keep.contains(&gone.name) {
+                let l = metrics::MemberLabels {
+                    target: name.to_string(),
+                    member: gone.name,
+                };
+                self.metrics.member_offer.remove(&l);
+                self.metrics.member_up.remove(&l);
+            }
+        }
+    }
+
+    /// A snapshot of every group's members.
+    pub fn groups(&self) -> BTreeMap<String, Vec<MemberStatus>> {
+        lock(&self.groups).clone()
     }
 
     /// Updates a target's status in place.
@@ -168,6 +224,32 @@ impl Telemetry {
     pub fn ready(&self) -> bool {
         let s = lock(&self.status);
         !s.is_empty() && s.values().all(|t| t.has_baseline)
+    }
+}
+
+impl TargetStatus {
+    /// The status of a target that has just started.
+    pub fn initial(name: &str, p: &crate::governor::Params, dry_run: bool) -> Self {
+        TargetStatus {
+            name: name.to_string(),
+            knob: p.control.as_str(),
+            offer: p.start,
+            floor: p.floor,
+            ceiling: p.ceiling.is_finite().then_some(p.ceiling),
+            high: p.high,
+            low: p.low,
+            last_bad: None,
+            clean_streak: 0,
+            last_frac: None,
+            last_decision: None,
+            last_label: None,
+            last_error: None,
+            has_baseline: false,
+            windows: 0,
+            pending_write: None,
+            dry_run,
+            signal_lost: false,
+        }
     }
 }
 
