@@ -329,3 +329,30 @@ async fn state_file_keeps_memory_across_restarts() {
     );
     running.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tool = FakeTool::start(40.0, 1.0).await;
+    let cfg = config("127.0.0.1:0", &tool.target_toml("srv", 100, 100, ""));
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+
+    // A client that promises a body and never sends it gets 408.
+    let mut sock = tokio::net::TcpStream::connect(ctl).await.unwrap();
+    sock.write_all(b"PUT /metrics/job/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 256];
+    let n = tokio::time::timeout(Duration::from_secs(20), sock.read(&mut buf))
+        .await
+        .expect("the controller held a slow request open")
+        .unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]);
+    assert!(head.starts_with("HTTP/1.1 408"), "{head}");
+
+    // (Body-size refusals of the push endpoint are tested in tests/push.rs.)
+    running.shutdown(Duration::from_secs(5)).await;
+}

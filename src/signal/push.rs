@@ -573,11 +573,8 @@ impl PushStore {
             }
             // The pushed labels plus the grouping labels, as Pushgateway
             // exposes them.
-            let mut labels: Vec<(&str, &str)> = sample
-                .labels
-                .iter()
-                .map(|(k, v)| (*k, *v))
-                .collect();
+            let mut labels: Vec<(&str, &str)> =
+                sample.labels.iter().map(|(k, v)| (*k, *v)).collect();
             for (k, v) in &key {
                 if sample.label(k).is_none() {
                     labels.push((k.as_str(), v.as_str()));

@@ -39,8 +39,17 @@ pub fn router(telemetry: Arc<Telemetry>) -> Router {
             axum::routing::put(push).post(push).delete(push),
         )
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
+        // A request (body included) that takes longer than this is cut off
+        // with 408, so a slow client cannot hold a handler.
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
         .with_state(telemetry)
 }
+
+/// The longest any request to the controller may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves until `shutdown` completes.
 pub async fn serve(
