@@ -481,17 +481,59 @@ pub struct State {
     pub clean_streak: u32,
 }
 
+/// A named set of governor rules.
+///
+/// `default` is exactly `GOVERNOR.md`. Every other profile is an opt-in
+/// layer on top of it, documented in its own module ([`robust`]); none is
+/// ever chosen implicitly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Exactly the rules of GOVERNOR.md: assume the most fragile target.
+    #[default]
+    Default,
+    /// The default rules plus the evidence, lag and re-probe fixes of
+    /// [`robust`], for noisy, lagged and drifting targets.
+    Robust,
+}
+
+impl Profile {
+    /// The spelling used in the config, on the command line and in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Default => "default",
+            Profile::Robust => "robust",
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The per-target governor: parameters, state and window bookkeeping.
 #[derive(Debug, Clone)]
 pub struct ThrottleGovernor {
     params: Params,
     state: State,
     window: WindowTracker,
+    profile: Profile,
+    /// The `robust` layer's own memory; untouched by the default profile.
+    robust: robust::RobustState,
 }
 
 impl ThrottleGovernor {
-    /// A governor that opens at `params.start` in slow start.
+    /// A governor that opens at `params.start` in slow start, with the
+    /// default rules of `GOVERNOR.md`.
     pub fn new(params: Params) -> Self {
+        Self::with_profile(params, Profile::Default)
+    }
+
+    /// A governor that opens at `params.start` in slow start, with the rules
+    /// of `profile`.
+    pub fn with_profile(params: Params, profile: Profile) -> Self {
         ThrottleGovernor {
             state: State {
                 current: params.start,
@@ -500,12 +542,19 @@ impl ThrottleGovernor {
             },
             params,
             window: WindowTracker::default(),
+            profile,
+            robust: robust::RobustState::default(),
         }
     }
 
     /// The parameters.
     pub fn params(&self) -> &Params {
         &self.params
+    }
+
+    /// The rule set in use.
+    pub fn profile(&self) -> Profile {
+        self.profile
     }
 
     /// The current state.
@@ -517,6 +566,7 @@ impl ThrottleGovernor {
     pub fn restore_memory(&mut self, last_bad: Option<f64>, clean_streak: u32) {
         self.state.last_bad = last_bad;
         self.state.clean_streak = if last_bad.is_some() { clean_streak } else { 0 };
+        self.robust = robust::RobustState::default();
     }
 
     /// Sets the committed offer, as read back from the tool. The next window
@@ -533,6 +583,14 @@ impl ThrottleGovernor {
     /// After an Up or Down, `current` becomes the decided value until the
     /// caller reports a different committed value with [`Self::set_current`].
     pub fn step(&mut self, attempts: f64, failures: f64) -> Outcome {
+        match self.profile {
+            Profile::Default => self.step_default(attempts, failures),
+            Profile::Robust => self.step_robust(attempts, failures),
+        }
+    }
+
+    /// [`Self::step`] under the rules of `GOVERNOR.md`, exactly.
+    fn step_default(&mut self, attempts: f64, failures: f64) -> Outcome {
         let p = self.params;
         let from = self.state.current;
         if attempts <= 0.0 {
@@ -684,6 +742,8 @@ fn no_traffic(failures: f64) -> Signal {
         threshold: None,
     }
 }
+
+pub mod robust;
 
 #[cfg(test)]
 mod tests;
