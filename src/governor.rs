@@ -175,6 +175,15 @@ pub enum HoldReason {
     CounterReset,
     /// The signal could not be read or was invalid for this window.
     SignalError,
+    /// `robust` only: the window right after a movement, whose failures may
+    /// still belong to the previous offer.
+    Settling,
+    /// `robust` only: too few attempts since the last decision to tell a
+    /// breach from noise; the window is pooled with the next ones.
+    Gathering,
+    /// `robust` only: clean, but the next additive probe waits for more
+    /// clean windows, because the last probes found the limit.
+    Dwelling,
 }
 
 impl HoldReason {
@@ -188,6 +197,9 @@ impl HoldReason {
             HoldReason::Baseline => "baseline",
             HoldReason::CounterReset => "counter-reset",
             HoldReason::SignalError => "signal-error",
+            HoldReason::Settling => "settling",
+            HoldReason::Gathering => "gathering",
+            HoldReason::Dwelling => "dwelling",
         }
     }
 }
@@ -263,6 +275,21 @@ pub struct Outcome {
     pub clean_streak: u32,
     /// Whether the memory cleared on this window.
     pub memory_cleared: bool,
+    /// `robust` only: the pooled sample a decision used when it spans more
+    /// than this window (`None` under the default rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+/// The pooled windows behind a `robust` decision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Evidence {
+    /// Resolved attempts over the pooled windows.
+    pub attempts: f64,
+    /// Failed attempts over the pooled windows.
+    pub failures: f64,
+    /// How many windows were pooled.
+    pub windows: u32,
 }
 
 impl Outcome {
@@ -572,6 +599,9 @@ impl ThrottleGovernor {
     /// Sets the committed offer, as read back from the tool. The next window
     /// steps from this value; an outside writer is not fought.
     pub fn set_current(&mut self, committed: f64) {
+        if committed != self.state.current {
+            self.robust_offer_changed();
+        }
         self.state.current = committed;
     }
 
@@ -706,6 +736,7 @@ impl ThrottleGovernor {
             last_bad: self.state.last_bad,
             clean_streak: self.state.clean_streak,
             memory_cleared: cleared,
+            evidence: None,
         }
     }
 
@@ -730,6 +761,7 @@ impl ThrottleGovernor {
             last_bad: self.state.last_bad,
             clean_streak: self.state.clean_streak,
             memory_cleared,
+            evidence: None,
         }
     }
 }

@@ -86,6 +86,9 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
 
 fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
     let plan = args.plan()?;
+    if let Some(seed) = args.trace {
+        return print(&bench::render_trace(&plan, seed));
+    }
     let report = bench::run(&plan);
     let text = match args.format {
         BenchFormat::Table => bench::render_table(&report),

@@ -97,6 +97,11 @@ pub struct BenchArgs {
     /// `governor-robust` for robust) [default: both].
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
+    /// Instead of the metrics, print every window of this seed's runs as
+    /// JSON Lines (model, controller, window, capacity, offer, attempts,
+    /// failures): to see which rule caused a number.
+    #[arg(long, value_name = "SEED")]
+    pub trace: Option<u64>,
 }
 
 impl Default for BenchArgs {
@@ -109,6 +114,7 @@ impl Default for BenchArgs {
             windows: 600,
             format: BenchFormat::Table,
             profile: None,
+            trace: None,
         }
     }
 }
@@ -335,6 +341,53 @@ pub fn run(plan: &BenchPlan) -> Report {
         plan: plan.clone(),
         rows,
     }
+}
+
+/// One window of a `--trace` run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceRow {
+    /// The model.
+    pub model: ModelKind,
+    /// The controller.
+    pub controller: ControllerKind,
+    /// The window index, from 0.
+    pub window: usize,
+    /// The true capacity, in workers.
+    pub capacity: f64,
+    /// The whole workers offered.
+    pub offer: f64,
+    /// Resolved attempts.
+    pub attempts: u64,
+    /// Failed attempts.
+    pub failures: u64,
+}
+
+/// Every window of `seed`'s runs in the plan, as JSON Lines.
+pub fn render_trace(plan: &BenchPlan, seed: u64) -> String {
+    let p = params();
+    let mut out = String::new();
+    for &model in &plan.models {
+        for &controller in &plan.controllers {
+            let cfg = model_config(model, seed, plan.windows);
+            let mut c = controller.build(&p);
+            let t = simulate(c.as_mut(), cfg, plan.windows);
+            for window in 0..t.offers.len() {
+                let row = TraceRow {
+                    model,
+                    controller,
+                    window,
+                    capacity: t.capacity[window],
+                    offer: t.offers[window],
+                    attempts: t.attempts[window],
+                    failures: t.failures[window],
+                };
+                // Numbers and strings only: serialization cannot fail.
+                out.push_str(&serde_json::to_string(&row).expect("a trace row serializes"));
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// One JSON object of [`render_json`].
