@@ -196,8 +196,9 @@ impl ValueEnum for Profile {
             Profile::Default => {
                 PossibleValue::new(self.as_str()).help("Exactly the rules of GOVERNOR.md")
             }
-            Profile::Robust => PossibleValue::new(self.as_str())
-                .help("Opt-in: evidence, lag and re-probe rules for noisy, lagged, drifting targets"),
+            Profile::Robust => PossibleValue::new(self.as_str()).help(
+                "Opt-in: evidence, lag and re-probe rules for noisy, lagged, drifting targets",
+            ),
         })
     }
 }

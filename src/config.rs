@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
-use crate::governor::{Control, ParamError, Params};
+use crate::governor::{Control, ParamError, Params, Profile};
 
 /// The whole config file.
 #[derive(Debug, Clone, Serialize)]
@@ -101,6 +101,10 @@ pub struct TargetConfig {
     /// What to write on shutdown.
     #[serde(default)]
     pub on_exit: OnExit,
+    /// The governor's rule set: `"default"` (GOVERNOR.md exactly) or the
+    /// opt-in `"robust"` (docs/BENCHMARKS.md).
+    #[serde(default)]
+    pub profile: Profile,
     /// Where counters come from.
     pub signal: SignalConfig,
     /// Where offers go.
@@ -613,6 +617,7 @@ json_pointer = "/workers"
         assert_eq!(p.start, 1.0);
         assert!((p.low - 0.01).abs() < 1e-12);
         assert_eq!(t.on_exit, OnExit::Leave);
+        assert_eq!(t.profile, Profile::Default, "never robust unless asked");
         let ControlConfig::Http(h) = &t.control;
         assert_eq!(h.method, "PUT");
         assert_eq!(h.content_type, "application/json");
@@ -671,6 +676,18 @@ json_pointer = "/workers"
         let no_rb = &GOOD[..start];
         let err = Config::parse(no_rb).unwrap_err().to_string();
         assert!(err.contains("control.read_back"), "{err}");
+    }
+
+    #[test]
+    fn profile_is_opt_in_and_checked() {
+        let robust = GOOD.replace("floor = 1", "floor = 1\nprofile = \"robust\"");
+        assert_eq!(
+            Config::parse(&robust).unwrap().targets[0].profile,
+            Profile::Robust
+        );
+        let typo = GOOD.replace("floor = 1", "floor = 1\nprofile = \"rubust\"");
+        let err = Config::parse(&typo).unwrap_err().to_string();
+        assert!(err.contains("rubust") && err.contains("robust"), "{err}");
     }
 
     #[test]

@@ -62,12 +62,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// Invalid parameters, configs and input are usage errors (2); anything
 /// else is a runtime failure (1).
 fn exit_code(err: &anyhow::Error) -> u8 {
-    if err
-        .chain()
-        .any(|cause| {
-            cause.is::<ReplayError>() || cause.is::<ConfigError>() || cause.is::<BenchError>()
-        })
-    {
+    if err.chain().any(|cause| {
+        cause.is::<ReplayError>() || cause.is::<ConfigError>() || cause.is::<BenchError>()
+    }) {
         EXIT_USAGE
     } else {
         1

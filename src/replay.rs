@@ -762,7 +762,9 @@ mod tests {
         assert_eq!(parsed.file, Some(PathBuf::from("in.jsonl")));
         assert!(!parsed.reads_stdin());
         assert!(Wrap::try_parse_from(["replay", "--control", "users"]).is_err());
-        assert!(Wrap::try_parse_from(["replay", "--profile", "robust"]).is_err());
+        let robust = Wrap::try_parse_from(["replay", "--profile", "robust"]).unwrap();
+        assert_eq!(robust.args.profile, Profile::Robust);
+        assert!(Wrap::try_parse_from(["replay", "--profile", "aggressive"]).is_err());
     }
 
     #[test]

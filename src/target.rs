@@ -89,7 +89,7 @@ impl TargetTask {
             dry_run: self.dry_run,
         });
 
-        let mut gov = ThrottleGovernor::new(p);
+        let mut gov = ThrottleGovernor::with_profile(p, self.config.profile);
         let shared = Arc::new(std::sync::Mutex::new(WriterShared::default()));
         let (desired_tx, desired_rx) = watch::channel::<Option<f64>>(None);
         let writer_cancel = CancellationToken::new();

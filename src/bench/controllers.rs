@@ -226,10 +226,7 @@ pub const AIMD_BACKOFF: f64 = 0.9;
 impl Aimd {
     /// Opens at `b.start`.
     pub fn new(b: Bounds) -> Self {
-        Aimd {
-            limit: b.start,
-            b,
-        }
+        Aimd { limit: b.start, b }
     }
 }
 
@@ -357,10 +354,7 @@ pub const GRADIENT_MAX: f64 = 2.0;
 impl Gradient {
     /// Opens at `b.start`.
     pub fn new(b: Bounds) -> Self {
-        Gradient {
-            limit: b.start,
-            b,
-        }
+        Gradient { limit: b.start, b }
     }
 
     /// The gradient for one window's failure fraction.
@@ -736,7 +730,10 @@ mod tests {
         f.acc_failures = 0;
         f.finish_iteration();
         assert_eq!(f.too_fast, Some(60.0));
-        assert!(f.sample > FINDMAX_SAMPLE, "a rejection zooms the sample out");
+        assert!(
+            f.sample > FINDMAX_SAMPLE,
+            "a rejection zooms the sample out"
+        );
     }
 
     #[test]

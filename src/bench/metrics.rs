@@ -127,7 +127,8 @@ pub fn converge(offers: &[f64], oracle_offers: &[f64], capacity: &[f64]) -> Opti
     let mut worst = 0usize;
     for (i, &start) in starts.iter().enumerate() {
         let end = starts.get(i + 1).copied().unwrap_or(len);
-        let in_band = |t: usize| (offers[t] - oracle_offers[t]).abs() <= CONVERGE_BAND * oracle_offers[t];
+        let in_band =
+            |t: usize| (offers[t] - oracle_offers[t]).abs() <= CONVERGE_BAND * oracle_offers[t];
         let mut streak = 0;
         let mut found = None;
         for t in start..end {
@@ -266,12 +267,17 @@ mod tests {
             .collect();
         let oracle: Vec<f64> = cap.iter().map(|c| 0.95 * c).collect();
         assert_eq!(epoch_starts(&cap), vec![0, 10, 20]);
-        // Tracks at once except 7 windows late after the drop.
+        // Tracks at once except 4 windows late after the drop.
         let mut offers = oracle.clone();
-        for o in &mut offers[10..17] {
+        for o in &mut offers[10..14] {
             *o = 95.0;
         }
-        assert_eq!(converge(&offers, &oracle, &cap), Some(7.0));
+        assert_eq!(converge(&offers, &oracle, &cap), Some(4.0));
+        // Too late to hold 5 windows before the next change: never.
+        for o in &mut offers[10..16] {
+            *o = 95.0;
+        }
+        assert_eq!(converge(&offers, &oracle, &cap), None);
         // Never converging in the last epoch makes the run "never".
         let mut offers = oracle.clone();
         for o in &mut offers[20..] {
@@ -311,7 +317,7 @@ mod tests {
         assert_eq!(downs(&offers, &cap), (2, 1));
         // A down one window after the overload is not false (lag).
         let offers = [120.0, 95.0, 90.0];
-        assert_eq!(downs(&offers, &cap), (1, 0));
+        assert_eq!(downs(&offers, &cap), (2, 0));
     }
 
     #[test]

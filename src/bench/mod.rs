@@ -126,7 +126,9 @@ pub enum BenchError {
     #[error("--seeds must be at least 1 (30 or more for the published table)")]
     NoSeeds,
     /// Too few windows for the tail metrics.
-    #[error("--windows must be at least {MIN_WINDOWS} (the tail metrics look at the last 40), got {0}")]
+    #[error(
+        "--windows must be at least {MIN_WINDOWS} (the tail metrics look at the last 40), got {0}"
+    )]
     TooFewWindows(usize),
 }
 
@@ -491,7 +493,11 @@ pub fn render_json(report: &Report) -> String {
         // Numbers, strings and nulls only: serialization cannot fail.
         let text = serde_json::to_string(&obj).expect("a bench row serializes");
         out.push_str(&text);
-        out.push_str(if i + 1 < report.rows.len() { ",\n" } else { "\n" });
+        out.push_str(if i + 1 < report.rows.len() {
+            ",\n"
+        } else {
+            "\n"
+        });
     }
     out.push_str("]\n");
     out
@@ -544,7 +550,13 @@ pub fn render_table(report: &Report) -> String {
     markdown(&mut out, &header, &rows);
 
     out.push_str("\nBack-offs: median / p90 (a false down had no overload in its window or the one before).\n\n");
-    let header = ["model", "controller", "downs", "false downs", "memory clears"];
+    let header = [
+        "model",
+        "controller",
+        "downs",
+        "false downs",
+        "memory clears",
+    ];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for row in &report.rows {
         if !matches!(
@@ -625,22 +637,19 @@ fn markdown(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
         format!("| {} |\n", body.join(" | "))
     };
     out.push_str(&line(
-        &mut header
-            .iter()
-            .zip(&widths)
-            .map(|(h, w)| format!("{h:<w$}")),
+        &mut header.iter().zip(&widths).map(|(h, w)| format!("{h:<w$}")),
     ));
-    out.push_str(&line(
-        &mut widths.iter().map(|w| "-".repeat(*w)),
-    ));
+    out.push_str(&line(&mut widths.iter().map(|w| "-".repeat(*w))));
     for row in rows {
-        out.push_str(&line(
-            &mut row
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(i, (c, w))| if i < 2 { format!("{c:<w$}") } else { format!("{c:>w$}") }),
-        ));
+        out.push_str(&line(&mut row.iter().zip(&widths).enumerate().map(
+            |(i, (c, w))| {
+                if i < 2 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            },
+        )));
     }
 }
 

@@ -40,7 +40,10 @@ fn same_seed_gives_the_same_table() {
 fn fast_run_covers_every_model_and_controller() {
     let plan = fast_plan();
     let report = run(&plan);
-    assert_eq!(report.rows.len(), ModelKind::ALL.len() * ControllerKind::ALL.len());
+    assert_eq!(
+        report.rows.len(),
+        ModelKind::ALL.len() * ControllerKind::ALL.len()
+    );
     for row in &report.rows {
         assert_eq!(row.runs.len(), 1);
         let m = row.runs[0];
@@ -94,7 +97,11 @@ fn simulate_rounds_offers_down_and_records_the_truth() {
     assert!(trace.offers.iter().all(|&o| o == cap + 10.0));
     assert!(trace.capacity.iter().all(|&c| c == cap));
     // Exactly the excess is rejected: 10 workers * 10 attempts.
-    assert!(trace.failures.iter().all(|&f| f == 100), "{:?}", trace.failures);
+    assert!(
+        trace.failures.iter().all(|&f| f == 100),
+        "{:?}",
+        trace.failures
+    );
     assert_eq!(trace.memory_clears, None);
 }
 
@@ -109,7 +116,10 @@ fn seeds_draw_capacities_in_range() {
     let noisy = model_config(ModelKind::Noisy, 4, 100);
     assert!((noisy.attempts_per_worker * noisy.capacity - 30.0).abs() < 1e-9);
     assert_eq!(noisy.run_ticks, 100);
-    assert_eq!(model_config(ModelKind::Cliff, 4, 100).attempts_per_worker, 10.0);
+    assert_eq!(
+        model_config(ModelKind::Cliff, 4, 100).attempts_per_worker,
+        10.0
+    );
 }
 
 #[test]
@@ -134,12 +144,19 @@ fn plan_validates_and_orders() {
     assert_eq!(plan.models, ModelKind::ALL.to_vec());
     assert_eq!(plan.controllers, ControllerKind::ALL.to_vec());
     let plan = BenchArgs {
-        controllers: vec![ControllerKind::Oracle, ControllerKind::Aimd, ControllerKind::Aimd],
+        controllers: vec![
+            ControllerKind::Oracle,
+            ControllerKind::Aimd,
+            ControllerKind::Aimd,
+        ],
         ..BenchArgs::default()
     }
     .plan()
     .unwrap();
-    assert_eq!(plan.controllers, vec![ControllerKind::Aimd, ControllerKind::Oracle]);
+    assert_eq!(
+        plan.controllers,
+        vec![ControllerKind::Aimd, ControllerKind::Oracle]
+    );
 }
 
 #[test]
@@ -201,7 +218,11 @@ fn table_names_every_row_and_the_goals() {
     let report = run(&fast_plan());
     let text = render_table(&report);
     for row in &report.rows {
-        let needle = format!("| {:<10} | {:<15} |", row.model.name(), row.controller.name());
+        let needle = format!(
+            "| {:<10} | {:<15} |",
+            row.model.name(),
+            row.controller.name()
+        );
         assert!(text.contains(&needle), "{needle} missing:\n{text}");
     }
     assert!(text.contains("The robust profile's goals"));

@@ -80,7 +80,7 @@
 
 use super::{
     memory_clear_step, no_traffic, Decision, Evidence, HoldReason, Mode, Outcome, Signal,
-    ThrottleGovernor, Threshold,
+    Threshold, ThrottleGovernor,
 };
 
 /// Significance level of the one-sided exact test for a breach on few
@@ -92,6 +92,9 @@ pub const EVIDENCE_ALPHA: f64 = 0.01;
 pub const REPROBE_START: f64 = 0.02;
 /// The most consecutive clean verdicts an additive probe waits for.
 pub const MAX_DWELL: u32 = 32;
+/// The Down after a non-additive Up whose first verdict is in the dead
+/// band: the default's smallest back-off factor.
+pub const BAND_BACK_OFF: f64 = 0.9;
 /// Growth per clean verdict of the opening slow start.
 pub const SLOW_START_GROWTH: f64 = 1.5;
 
@@ -128,6 +131,8 @@ pub struct RobustState {
     clean_before_down: Option<f64>,
     /// Set by an additive Up until its first verdict: the offer it left.
     additive_from: Option<f64>,
+    /// Set by any Up until its first verdict.
+    fresh_up: bool,
     /// Set by a retreat until its first verdict.
     retreated: bool,
     /// Set by a Down, cleared by an Up or a clean verdict: further Downs
@@ -156,6 +161,7 @@ impl Default for RobustState {
             last_clean: None,
             clean_before_down: None,
             additive_from: None,
+            fresh_up: false,
             retreated: false,
             in_episode: false,
             lag_seen: false,
@@ -269,6 +275,7 @@ impl ThrottleGovernor {
         self.robust.moved();
         self.robust.settle = None;
         self.robust.additive_from = None;
+        self.robust.fresh_up = false;
     }
 
     /// [`ThrottleGovernor::step`] under the `robust` profile.
@@ -310,6 +317,7 @@ impl ThrottleGovernor {
         let from = self.state.current;
         let clean = matches!(judgement, Judgement::Clean(_));
         let additive_from = self.robust.additive_from.take();
+        let fresh_up = std::mem::take(&mut self.robust.fresh_up);
         self.robust.retreated = false;
         if clean {
             self.robust.in_episode = false;
@@ -334,7 +342,7 @@ impl ThrottleGovernor {
             }
         }
 
-        let (raw, kind) = self.robust_decide(judgement, from, additive_from);
+        let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up);
         let decision = p.round(raw, from);
         if kind == Move::Retreat && decision != Decision::Hold {
             self.robust.retreated = true;
@@ -386,6 +394,7 @@ impl ThrottleGovernor {
                 if kind == Move::Additive {
                     self.robust.additive_from = Some(from);
                 }
+                self.robust.fresh_up = true;
                 if let Some(inc) = self.robust.reprobe.as_mut() {
                     *inc *= 2.0;
                 }
@@ -501,6 +510,7 @@ impl ThrottleGovernor {
         judgement: Judgement,
         from: f64,
         additive_from: Option<f64>,
+        fresh_up: bool,
     ) -> (Decision, Move) {
         let p = self.params;
         let r = &self.robust;
@@ -525,6 +535,12 @@ impl ThrottleGovernor {
                     Some(start) if start < from => {
                         (Decision::Down(start.max(p.floor)), Move::Retreat)
                     }
+                    // A larger Up that lands in the dead band backs off by
+                    // the default's smallest step.
+                    None if fresh_up => (
+                        Decision::Down((from * BAND_BACK_OFF).max(p.floor)),
+                        Move::Retreat,
+                    ),
                     _ => (Decision::Hold, Move::Plain),
                 };
             }
@@ -571,3 +587,6 @@ fn threshold(frac: f64, high: f64, low: f64) -> Threshold {
         Threshold::Band(low, high)
     }
 }
+
+#[cfg(test)]
+mod tests;
