@@ -148,6 +148,7 @@ impl TargetTask {
                 .observe(t0.elapsed().as_secs_f64());
             let at = started.elapsed().as_secs_f64();
 
+            let parsed = Instant::now();
             let counters = match signal {
                 Ok(c) => c,
                 Err(e) => {
@@ -208,6 +209,7 @@ impl TargetTask {
                     lock(&shared).pending = Some(outcome.to);
                     tel.update(&name, |s| s.pending_write = Some(outcome.to));
                     let _ = desired_tx.send(Some(outcome.to));
+                    tel.metrics.decision_latency.observe(parsed.elapsed().as_secs_f64());
                 }
             }
         }

@@ -115,6 +115,9 @@ pub struct Metrics {
     pub read_duration: Family<TargetLabel, Histogram>,
     /// `throttle_control_write_duration_seconds`
     pub write_duration: Family<TargetLabel, Histogram>,
+    /// `throttle_decision_latency_seconds`: one series for all targets
+    /// (the controller's own overhead, not a per-target signal).
+    pub decision_latency: Histogram,
 }
 
 impl Default for Metrics {
@@ -149,6 +152,8 @@ impl Metrics {
             outside_changes: Family::default(),
             read_duration: Family::new_with_constructor(duration_histogram),
             write_duration: Family::new_with_constructor(duration_histogram),
+            // 1 µs .. ~1.2 s in steps of 25 %: fine enough for p50 and p99.
+            decision_latency: Histogram::new(exponential_buckets(1e-6, 1.25, 64)),
             registry: Registry::default(),
         };
         let build: Family<BuildLabels, GaugeF> = Family::default();
@@ -262,6 +267,11 @@ impl Metrics {
             "throttle_control_write_duration_seconds",
             "Time from write start to confirmation or failure",
             m.write_duration.clone(),
+        );
+        registry.register(
+            "throttle_decision_latency_seconds",
+            "Time from a scrape parsed to the movement handed to the target's writer, all targets",
+            m.decision_latency.clone(),
         );
         Metrics { registry, ..m }
     }
