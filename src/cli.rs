@@ -93,7 +93,8 @@ Examples:
   throttle-governor bench
   throttle-governor bench --models noisy,lagged --controllers governor,governor-robust,aimd
   throttle-governor bench --seeds 1 --windows 100 --format json
-  throttle-governor bench --profile robust";
+  throttle-governor bench --profile robust
+  throttle-governor bench --models lagged --controllers governor --trace 4";
 
 /// `throttle-governor`: the command line.
 #[derive(Debug, Parser)]

@@ -280,3 +280,32 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
     assert!((df - 0.04).abs() < 1e-12);
     assert_eq!(g.within_slack, Some(true));
 }
+
+#[test]
+fn trace_prints_every_window_of_one_seed() {
+    let plan = BenchArgs {
+        models: vec![ModelKind::Step],
+        controllers: vec![ControllerKind::Oracle, ControllerKind::Governor],
+        windows: 90,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    let text = render_trace(&plan, 5);
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2 * 90);
+    let cap = capacity_of(5);
+    // The step model halves at a third of the run: the oracle follows.
+    let oracle: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["controller"] == "oracle")
+        .collect();
+    assert_eq!(oracle[0]["capacity"], cap);
+    assert_eq!(oracle[30]["capacity"], cap / 2.0);
+    assert_eq!(oracle[30]["offer"], (0.95 * cap / 2.0).floor());
+    assert_eq!(oracle[89]["window"], 89);
+    assert_eq!(text, render_trace(&plan, 5), "deterministic");
+}

@@ -14,7 +14,7 @@ pub mod logging;
 pub mod metrics;
 pub mod server;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
 use serde::Serialize;
@@ -92,13 +92,13 @@ pub struct Telemetry {
     /// Exported metrics.
     pub metrics: Metrics,
     status: Mutex<BTreeMap<String, TargetStatus>>,
-    history: Mutex<BTreeMap<String, Vec<WindowRecord>>>,
+    history: Mutex<BTreeMap<String, VecDeque<WindowRecord>>>,
 }
 
 impl Telemetry {
     /// Registers a target's initial status.
     pub fn register(&self, status: TargetStatus) {
-        lock(&self.history).insert(status.name.clone(), Vec::new());
+        lock(&self.history).insert(status.name.clone(), VecDeque::new());
         lock(&self.status).insert(status.name.clone(), status);
     }
 
@@ -119,10 +119,12 @@ impl Telemetry {
     /// Appends one window to a target's history (bounded).
     pub fn record(&self, name: &str, record: WindowRecord) {
         if let Some(h) = lock(&self.history).get_mut(name) {
+            // A ring: dropping the oldest is O(1) (a Vec's remove(0) moved
+            // every record, every window, for every target).
             if h.len() >= HISTORY_LIMIT {
-                h.remove(0);
+                h.pop_front();
             }
-            h.push(record);
+            h.push_back(record);
         }
     }
 
@@ -133,7 +135,10 @@ impl Telemetry {
 
     /// A snapshot of one target's history.
     pub fn history(&self, name: &str) -> Vec<WindowRecord> {
-        lock(&self.history).get(name).cloned().unwrap_or_default()
+        lock(&self.history)
+            .get(name)
+            .map(|h| h.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Whether every registered target has a baseline.
