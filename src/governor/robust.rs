@@ -190,8 +190,29 @@ impl RobustState {
     }
 }
 
-/// `P(X >= failures)` for `X ~ Binomial(attempts, p)`: the exact upper tail,
-/// summed in log space (no underflow for any window size). Counts are
+/// `ln(n!)`: exact below 20, else Stirling's series (error below 1e-12).
+fn ln_factorial(n: f64) -> f64 {
+    if n < 20.0 {
+        let mut acc = 0.0;
+        let mut k = 2.0;
+        while k <= n {
+            acc += f64::ln(k);
+            k += 1.0;
+        }
+        return acc;
+    }
+    let (x2, x3) = (n * n, n * n * n);
+    n * n.ln() - n + 0.5 * (2.0 * std::f64::consts::PI * n).ln() + 1.0 / (12.0 * n)
+        - 1.0 / (360.0 * x3)
+        + 1.0 / (1260.0 * x3 * x2)
+}
+
+/// `P(X >= failures)` for `X ~ Binomial(attempts, p)`: the exact upper tail.
+///
+/// The sum starts at the probability mass at `failures` and walks away from
+/// the mean (up for the tail, or down for its complement when `failures` is
+/// below the mean) until the terms vanish, so its cost grows with the
+/// spread of the distribution, not with the number of failures. Counts are
 /// rounded to whole numbers; `p` must lie in (0, 1).
 pub fn binomial_tail(failures: f64, attempts: f64, p: f64) -> f64 {
     let n = attempts.round().max(0.0);
@@ -199,17 +220,37 @@ pub fn binomial_tail(failures: f64, attempts: f64, p: f64) -> f64 {
     if f <= 0.0 {
         return 1.0;
     }
-    let (ln_p, ln_q) = (p.ln(), (1.0 - p).ln());
-    // Σ_{k < f} pmf(k), with pmf(k + 1) = pmf(k) (n - k) / (k + 1) p / q.
-    let mut ln_pmf = n * ln_q;
-    let mut below = 0.0;
-    let mut k = 0.0;
-    while k < f {
-        below += ln_pmf.exp();
-        ln_pmf += ((n - k) / (k + 1.0)).ln() + ln_p - ln_q;
-        k += 1.0;
+    let ratio = p / (1.0 - p);
+    let ln_pmf = |k: f64| {
+        ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k)
+            + k * p.ln()
+            + (n - k) * (1.0 - p).ln()
+    };
+    if f > n * p {
+        // Σ_{k >= f} pmf(k), decreasing from k = f.
+        let (mut k, mut term, mut sum) = (f, ln_pmf(f).exp(), 0.0);
+        while term > 0.0 && term >= sum * 1e-17 {
+            sum += term;
+            if k >= n {
+                break;
+            }
+            term *= (n - k) / (k + 1.0) * ratio;
+            k += 1.0;
+        }
+        sum.min(1.0)
+    } else {
+        // 1 - Σ_{k < f} pmf(k), decreasing from k = f - 1.
+        let (mut k, mut term, mut sum) = (f - 1.0, ln_pmf(f - 1.0).exp(), 0.0);
+        while term > 0.0 && term >= sum * 1e-17 {
+            sum += term;
+            if k <= 0.0 {
+                break;
+            }
+            term *= k / (n - k + 1.0) / ratio;
+            k -= 1.0;
+        }
+        (1.0 - sum).max(0.0)
     }
-    (1.0 - below).max(0.0)
 }
 
 /// Whether `failures` of `attempts` show, at significance

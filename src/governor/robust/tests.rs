@@ -56,14 +56,33 @@ fn tail_direct(f: u64, n: u64, p: f64) -> f64 {
 fn binomial_tail_is_exact() {
     assert_eq!(binomial_tail(0.0, 30.0, 0.05), 1.0);
     assert!(close(binomial_tail(1.0, 1.0, 0.05), 0.05));
-    for (f, n) in [(2, 30), (4, 30), (6, 30), (11, 100), (3, 10)] {
-        let exact = tail_direct(f, n, 0.05);
-        let got = binomial_tail(f as f64, n as f64, 0.05);
-        assert!((got - exact).abs() < 1e-12, "{f}/{n}: {got} vs {exact}");
+    for (f, n, p) in [
+        (2, 30, 0.05),
+        (4, 30, 0.05),
+        (6, 30, 0.05),
+        (11, 100, 0.05),
+        (3, 10, 0.05),
+        (1, 100, 0.05),
+        (5, 100, 0.05),
+        (40, 120, 0.3),
+        (30, 120, 0.3),
+        (25, 60, 0.01),
+    ] {
+        let exact = tail_direct(f, n, p);
+        let got = binomial_tail(f as f64, n as f64, p);
+        assert!(
+            (got - exact).abs() < 1e-10,
+            "{f}/{n} at {p}: {got} vs {exact}"
+        );
     }
     // Huge windows: no underflow, and the tail behaves.
     assert!(binomial_tail(1_000.0, 20_000.0, 0.05) > 0.4);
     assert!(binomial_tail(1_200.0, 20_000.0, 0.05) < 1e-6);
+    assert_eq!(binomial_tail(500_000.0, 1e6, 0.05), 0.0);
+    assert!(binomial_tail(10.0, 1e6, 0.05) > 1.0 - 1e-12);
+    // Stirling's series matches the exact sum where they meet.
+    let exact: f64 = (2..=25).map(|k| f64::ln(k as f64)).sum();
+    assert!((ln_factorial(25.0) - exact).abs() < 1e-11);
 }
 
 #[test]
