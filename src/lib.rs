@@ -28,7 +28,7 @@
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
 //! | [`demo`] | the built-in demo: sim + controller + report in one process |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
-//! | [`bench`] | control quality: the governor against AIMD, CUBIC, gradient, findmax and an oracle on the sim models |
+//! | [`bench`](mod@bench) | control quality: the governor against AIMD, CUBIC, gradient, findmax and an oracle on the sim models |
 //! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 

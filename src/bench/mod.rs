@@ -29,7 +29,8 @@
 //! floor 1, opening offer 1, ceiling [`CEILING`], high 5 %, low 1 %.
 //!
 //! The metrics are defined in [`metrics`]; the controllers in
-//! [`controllers`].
+//! [`controllers`]. `--trace SEED` prints every window of that seed's runs
+//! instead ([`render_trace`]), to see which rule caused a number.
 
 pub mod controllers;
 pub mod metrics;

@@ -17,15 +17,19 @@
 //! 3. **After a memory clear**: slow start's doubling overshoots the
 //!    capacity by up to ×2.
 //! 4. **Probing a wall** (`cliff`, `metastable`, and the dead band of
-//!    `rejector`): the additive probe re-enters the overload every few
-//!    windows for as long as the run lasts, and a probe that lands in the
-//!    dead band stays there, failing up to `high` of its attempts for good.
+//!    `rejector`): slow start's first overshoot reaches ×2, the additive
+//!    probe re-enters the overload every few windows for as long as the run
+//!    lasts, and a probe that lands in the dead band stays there, failing up
+//!    to `high` of its attempts for good.
+//!
+//! What it may touch: only its parent, [`crate::governor`]; like it, no
+//! clock and no I/O.
 //!
 //! This module never changes the default path: [`ThrottleGovernor::step`]
 //! calls it only for [`Profile::Robust`](super::Profile::Robust), and it
 //! keeps its own memory ([`RobustState`]). Everything it does not mention is
 //! `GOVERNOR.md` unchanged: the thresholds, the back-off factor
-//! `clamp(1 - frac, 0.25, 0.9)`, the opening slow start, the probe size
+//! `clamp(1 - frac, 0.25, 0.9)`, the probe size
 //! `max(1, 0.02 last_bad)`, the memory clear after
 //! [`MEMORY_CLEAR_STREAK`](super::MEMORY_CLEAR_STREAK) clean verdicts at or
 //! above `last_bad`, the mode labels and the integer rounding.
@@ -35,48 +39,59 @@
 //! a pool gives a verdict only when it carries enough evidence:
 //! - *enough attempts*: at least `1 / low` of them (100 at `low = 1 %`), the
 //!   fewest for which a single failure can still leave a window clean; the
-//!   pooled fraction is then judged by the default thresholds; or
-//! - a *significant breach*: a one-sided exact binomial test rejects "the
+//!   pooled fraction is then *clean* below `low`, else in the dead band; or
+//! - a *significant breach*: over every window at the current offer (since
+//!   the last movement), a one-sided exact binomial test rejects "the
 //!   failure probability is at most `high`" at [`EVIDENCE_ALPHA`] (1 %): one
-//!   failure among 30 attempts is no breach, six are; or
+//!   failure among 30 attempts is no breach, six are. Only a significant
+//!   breach backs off; a pool above `high` that is not significant is
+//!   judged as the dead band; or
 //! - in slow start (`last_bad` unset), a *clean window* on its own: climbing
 //!   on thin evidence stays as fast as the default's.
 //!
-//! Otherwise the window holds (reason `gathering`). On the fragile models
-//! every window already carries enough attempts, so this changes nothing
-//! there.
+//! Otherwise the window holds (reason `gathering`).
 //!
-//! **Settling (fixes 2).** The window right after a movement may still carry
-//! the previous offer's failures. It is not pooled and decides nothing
-//! (reason `settling`), with two exceptions, both Downs on a breach with
-//! enough evidence: after an Up, any breach (the new offer may be the cause,
-//! so the governor backs off at once, as the default does); after a Down, a
-//! breach worse than the one that caused that Down (the overload is growing,
-//! as retries make it in `metastable`). So a Down is never repeated for
-//! failures that the previous offer caused, and `last_bad` keeps the offer at
-//! which congestion was first seen.
+//! **Settling (fixes 2).** The window right after a Down may still carry the
+//! previous offer's failures. It is not pooled and decides nothing (reason
+//! `settling`), unless it is a significant breach worse than the one that
+//! caused the Down (the overload is growing, as retries make it in
+//! `metastable`); then it backs off again. Within one congestion episode
+//! (Downs with no Up and no clean verdict between them) `last_bad` keeps the
+//! highest offer, so a later Down never lowers it to an offer that was
+//! safe. Once a settle window has shown a breach (failures outlast a Down:
+//! lag or retries), the window right after an Up settles too, except that a
+//! significant breach there backs off at once.
 //!
 //! **Re-probe (fixes 3).** After a memory clear, an Up adds
 //! [`REPROBE_START`] (2 %) of the offer at which the memory cleared, and the
 //! increment doubles with every further Up until the next Down, never faster
-//! than slow start's doubling. The overshoot past a new capacity is then
-//! about the last increment instead of ×2.
+//! than slow start. The overshoot past a new capacity is then about the last
+//! increment instead of ×2.
 //!
-//! **Known-clean reclimb and probe dwell (fixes 4).**
-//! - The fast reclimb after a Down stops at the highest offer last seen
-//!   clean before that Down when it is below the default's safe zone
-//!   `0.75 last_bad` (after slow start doubled past the capacity, the safe
-//!   zone itself can be an overload).
+//! **Probing a wall (fixes 4).**
+//! - The opening slow start grows by [`SLOW_START_GROWTH`] (×1.5) instead of
+//!   ×2: its first overshoot is at most 1.5 times the last clean offer.
+//! - The fast reclimb after a Down stops at the last offer seen clean before
+//!   that Down when it is below the default's safe zone `0.75 last_bad`
+//!   (after an overshoot, the safe zone itself can be an overload).
 //! - An *additive* Up (a probe, or a re-probe) whose first verdict is not
-//!   clean is undone: in the dead band the offer returns to where the probe
-//!   started (a Down, labelled `backing-off`, with `last_bad` set to the
-//!   probed offer); on a breach the default back-off applies.
-//! - After such a failed probe, the next additive probe waits for twice as
-//!   many consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`];
-//!   reason `dwelling`). A probe that stays clean, or a memory clear, resets
-//!   the wait to one. On a stable target the probes into the wall thin out
+//!   clean is undone: the offer returns to where the probe started (a Down,
+//!   labelled `backing-off`, with `last_bad` set to the probed offer), on a
+//!   breach too, unless the default back-off goes lower. A larger Up whose
+//!   first verdict is in the dead band backs off by [`BAND_BACK_OFF`] (×0.9).
+//! - Back at an offer after such a return, a verdict significantly above
+//!   `low` is a breach: the offer was clean there, so something the probe
+//!   left behind (retries, a backlog) keeps failing, and only a real back-off
+//!   drains it.
+//! - After a failed additive probe, the next one waits for twice as many
+//!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`]; reason
+//!   `dwelling`). A probe that stays clean, or a memory clear, resets the
+//!   wait to one. On a stable target the probes into the wall thin out
 //!   geometrically; a capacity that rises makes probes succeed and the pace
 //!   returns.
+//!
+//! The cost, measured by `throttle-governor bench`: slower convergence, and
+//! in short runs slower recovery after a capacity rise (docs/BENCHMARKS.md).
 
 use super::{
     memory_clear_step, no_traffic, Decision, Evidence, HoldReason, Mode, Outcome, Signal,
