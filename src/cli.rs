@@ -15,8 +15,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::bench::BenchArgs;
 use crate::demo::DemoArgs;
-use crate::governor::Control;
+use crate::governor::{Control, Profile};
 use crate::replay::ReplayArgs;
 use crate::sim::SimArgs;
 use crate::telemetry::logging::LogFormat;
@@ -86,6 +87,20 @@ Examples:
   throttle-governor demo
   throttle-governor demo --model rejector --capacity 300 --report-html report.html";
 
+const BENCH_AFTER_HELP: &str = "\
+Each run drives one controller against one target model (sim::model) for
+--windows windows, one model tick per window; seed i draws the capacity and
+seeds the model. Metrics are medians and p90s over the seeds, against an
+oracle that offers 95 % of the true capacity. The same arguments always
+print the same table. Definitions: docs/BENCHMARKS.md.
+
+Examples:
+  throttle-governor bench
+  throttle-governor bench --models noisy,lagged --controllers governor,governor-robust,aimd
+  throttle-governor bench --seeds 1 --windows 100 --format json
+  throttle-governor bench --profile robust
+  throttle-governor bench --models lagged --controllers governor --trace 4";
+
 /// `throttle-governor`: the command line.
 #[derive(Debug, Parser)]
 #[command(name = "throttle-governor", version, about = ABOUT, after_help = AFTER_HELP)]
@@ -119,6 +134,10 @@ pub enum Command {
     /// Run a simulated load tool (Prometheus /metrics plus an admin API)
     /// in front of a target model with a known capacity.
     Sim(SimArgs),
+    /// Compare the governor with AIMD, CUBIC, a gradient, findmax and an
+    /// oracle on seeded target models: a deterministic simulation, no HTTP.
+    #[command(after_help = BENCH_AFTER_HELP)]
+    Bench(BenchArgs),
 }
 
 /// Arguments of `run`.
@@ -177,6 +196,23 @@ impl ValueEnum for Control {
     }
 }
 
+impl ValueEnum for Profile {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Profile::Default, Profile::Robust]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Profile::Default => {
+                PossibleValue::new(self.as_str()).help("Exactly the rules of GOVERNOR.md")
+            }
+            Profile::Robust => PossibleValue::new(self.as_str()).help(
+                "Opt-in: evidence, lag and re-probe rules for noisy, lagged, drifting targets",
+            ),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +230,55 @@ mod tests {
             assert_eq!(value.get_name(), control.as_str());
             assert_eq!(Control::from_str(control.as_str(), false), Ok(*control));
         }
+    }
+
+    #[test]
+    fn profile_spellings_match_the_config() {
+        for profile in Profile::value_variants() {
+            let value = profile.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), profile.as_str());
+            assert_eq!(Profile::from_str(profile.as_str(), false), Ok(*profile));
+        }
+    }
+
+    #[test]
+    fn bench_parses() {
+        let cli = Cli::try_parse_from([
+            "throttle-governor",
+            "bench",
+            "--models",
+            "cliff,noisy",
+            "--controllers",
+            "governor,aimd",
+            "--seeds",
+            "3",
+            "--windows",
+            "100",
+            "--format",
+            "json",
+            "--profile",
+            "robust",
+        ])
+        .unwrap();
+        let Command::Bench(args) = cli.command else {
+            panic!("expected bench");
+        };
+        use crate::bench::{BenchFormat, ControllerKind};
+        use crate::sim::ModelKind;
+        assert_eq!(args.models, vec![ModelKind::Cliff, ModelKind::Noisy]);
+        assert_eq!(
+            args.controllers,
+            vec![ControllerKind::Governor, ControllerKind::Aimd]
+        );
+        assert_eq!((args.seeds, args.windows), (3, 100));
+        assert_eq!(args.format, BenchFormat::Json);
+        assert_eq!(args.profile, Some(Profile::Robust));
+        let cli = Cli::try_parse_from(["throttle-governor", "bench"]).unwrap();
+        let Command::Bench(args) = cli.command else {
+            panic!("expected bench");
+        };
+        assert_eq!(args, BenchArgs::default());
+        assert!(Cli::try_parse_from(["throttle-governor", "bench", "--models", "tcp"]).is_err());
     }
 
     #[test]

@@ -29,7 +29,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
 use crate::auth::{AuthConfig, Credentials, TlsConfig};
-use crate::governor::{Control, ParamError, Params};
+use crate::governor::{Control, ParamError, Params, Profile};
 
 /// The whole config file.
 #[derive(Debug, Clone, Serialize)]
@@ -128,6 +128,10 @@ pub struct TargetConfig {
     /// What to do when the signal is lost.
     #[serde(default)]
     pub on_signal_loss: OnSignalLoss,
+    /// The governor's rule set: `"default"` (GOVERNOR.md exactly) or the
+    /// opt-in `"robust"` (docs/BENCHMARKS.md).
+    #[serde(default)]
+    pub profile: Profile,
     /// Where counters come from.
     pub signal: SignalConfig,
     /// Where offers go.
@@ -1105,6 +1109,7 @@ json_pointer = "/workers"
         assert_eq!(p.start, 1.0);
         assert!((p.low - 0.01).abs() < 1e-12);
         assert_eq!(t.on_exit, OnExit::Leave);
+        assert_eq!(t.profile, Profile::Default, "never robust unless asked");
         let ControlConfig::Http(h) = &t.control else {
             panic!("expected http")
         };
@@ -1165,6 +1170,18 @@ json_pointer = "/workers"
         let no_rb = &GOOD[..start];
         let err = Config::parse(no_rb).unwrap_err().to_string();
         assert!(err.contains("control.read_back"), "{err}");
+    }
+
+    #[test]
+    fn profile_is_opt_in_and_checked() {
+        let robust = GOOD.replace("floor = 1", "floor = 1\nprofile = \"robust\"");
+        assert_eq!(
+            Config::parse(&robust).unwrap().targets[0].profile,
+            Profile::Robust
+        );
+        let typo = GOOD.replace("floor = 1", "floor = 1\nprofile = \"rubust\"");
+        let err = Config::parse(&typo).unwrap_err().to_string();
+        assert!(err.contains("rubust") && err.contains("robust"), "{err}");
     }
 
     #[test]

@@ -175,6 +175,15 @@ pub enum HoldReason {
     CounterReset,
     /// The signal could not be read or was invalid for this window.
     SignalError,
+    /// `robust` only: the window right after a movement, whose failures may
+    /// still belong to the previous offer.
+    Settling,
+    /// `robust` only: too few attempts since the last decision to tell a
+    /// breach from noise; the window is pooled with the next ones.
+    Gathering,
+    /// `robust` only: clean, but the next additive probe waits for more
+    /// clean windows, because the last probes found the limit.
+    Dwelling,
 }
 
 impl HoldReason {
@@ -188,6 +197,9 @@ impl HoldReason {
             HoldReason::Baseline => "baseline",
             HoldReason::CounterReset => "counter-reset",
             HoldReason::SignalError => "signal-error",
+            HoldReason::Settling => "settling",
+            HoldReason::Gathering => "gathering",
+            HoldReason::Dwelling => "dwelling",
         }
     }
 }
@@ -263,6 +275,21 @@ pub struct Outcome {
     pub clean_streak: u32,
     /// Whether the memory cleared on this window.
     pub memory_cleared: bool,
+    /// `robust` only: the pooled sample a decision used when it spans more
+    /// than this window (`None` under the default rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+/// The pooled windows behind a `robust` decision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Evidence {
+    /// Resolved attempts over the pooled windows.
+    pub attempts: f64,
+    /// Failed attempts over the pooled windows.
+    pub failures: f64,
+    /// How many windows were pooled.
+    pub windows: u32,
 }
 
 impl Outcome {
@@ -488,17 +515,59 @@ pub struct State {
     pub clean_streak: u32,
 }
 
+/// A named set of governor rules.
+///
+/// `default` is exactly `GOVERNOR.md`. Every other profile is an opt-in
+/// layer on top of it, documented in its own module ([`robust`]); none is
+/// ever chosen implicitly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Exactly the rules of GOVERNOR.md: assume the most fragile target.
+    #[default]
+    Default,
+    /// The default rules plus the evidence, lag and re-probe fixes of
+    /// [`robust`], for noisy, lagged and drifting targets.
+    Robust,
+}
+
+impl Profile {
+    /// The spelling used in the config, on the command line and in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Default => "default",
+            Profile::Robust => "robust",
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The per-target governor: parameters, state and window bookkeeping.
 #[derive(Debug, Clone)]
 pub struct ThrottleGovernor {
     params: Params,
     state: State,
     window: WindowTracker,
+    profile: Profile,
+    /// The `robust` layer's own memory; untouched by the default profile.
+    robust: robust::RobustState,
 }
 
 impl ThrottleGovernor {
-    /// A governor that opens at `params.start` in slow start.
+    /// A governor that opens at `params.start` in slow start, with the
+    /// default rules of `GOVERNOR.md`.
     pub fn new(params: Params) -> Self {
+        Self::with_profile(params, Profile::Default)
+    }
+
+    /// A governor that opens at `params.start` in slow start, with the rules
+    /// of `profile`.
+    pub fn with_profile(params: Params, profile: Profile) -> Self {
         ThrottleGovernor {
             state: State {
                 current: params.start,
@@ -507,12 +576,19 @@ impl ThrottleGovernor {
             },
             params,
             window: WindowTracker::default(),
+            profile,
+            robust: robust::RobustState::default(),
         }
     }
 
     /// The parameters.
     pub fn params(&self) -> &Params {
         &self.params
+    }
+
+    /// The rule set in use.
+    pub fn profile(&self) -> Profile {
+        self.profile
     }
 
     /// The current state.
@@ -524,11 +600,15 @@ impl ThrottleGovernor {
     pub fn restore_memory(&mut self, last_bad: Option<f64>, clean_streak: u32) {
         self.state.last_bad = last_bad;
         self.state.clean_streak = if last_bad.is_some() { clean_streak } else { 0 };
+        self.robust = robust::RobustState::default();
     }
 
     /// Sets the committed offer, as read back from the tool. The next window
     /// steps from this value; an outside writer is not fought.
     pub fn set_current(&mut self, committed: f64) {
+        if committed != self.state.current {
+            self.robust_offer_changed();
+        }
         self.state.current = committed;
     }
 
@@ -540,6 +620,14 @@ impl ThrottleGovernor {
     /// After an Up or Down, `current` becomes the decided value until the
     /// caller reports a different committed value with [`Self::set_current`].
     pub fn step(&mut self, attempts: f64, failures: f64) -> Outcome {
+        match self.profile {
+            Profile::Default => self.step_default(attempts, failures),
+            Profile::Robust => self.step_robust(attempts, failures),
+        }
+    }
+
+    /// [`Self::step`] under the rules of `GOVERNOR.md`, exactly.
+    fn step_default(&mut self, attempts: f64, failures: f64) -> Outcome {
         let p = self.params;
         let from = self.state.current;
         if attempts <= 0.0 {
@@ -655,6 +743,7 @@ impl ThrottleGovernor {
             last_bad: self.state.last_bad,
             clean_streak: self.state.clean_streak,
             memory_cleared: cleared,
+            evidence: None,
         }
     }
 
@@ -679,6 +768,7 @@ impl ThrottleGovernor {
             last_bad: self.state.last_bad,
             clean_streak: self.state.clean_streak,
             memory_cleared,
+            evidence: None,
         }
     }
 }
@@ -691,6 +781,8 @@ fn no_traffic(failures: f64) -> Signal {
         threshold: None,
     }
 }
+
+pub mod robust;
 
 #[cfg(test)]
 mod tests;

@@ -32,12 +32,14 @@
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
 //! | [`demo`] | the built-in demo: sim + controller + report in one process |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
+//! | [`bench`](mod@bench) | control quality: the governor against AIMD, CUBIC, gradient, findmax and an oracle on the sim models |
 //! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
 //! | [`state`] | the state file: congestion memory kept across controller restarts |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 
 pub mod adapters;
 pub mod auth;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod control;

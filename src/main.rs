@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
+use throttle_governor::bench::{self, BenchArgs, BenchError, BenchFormat};
 use throttle_governor::cli::{CheckArgs, Cli, Command, RunArgs, EXIT_USAGE};
 use throttle_governor::config::{Config, ConfigError};
 use throttle_governor::demo::{self, DemoArgs};
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Replay(args) => run_replay(&args),
         Command::Check(args) => run_check(&args),
+        Command::Bench(args) => run_bench(&args),
         Command::Run(args) => {
             logging::init(cli.log_format);
             runtime().and_then(|rt| rt.block_on(run(args)))
@@ -60,10 +62,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// Invalid parameters, configs and input are usage errors (2); anything
 /// else is a runtime failure (1).
 fn exit_code(err: &anyhow::Error) -> u8 {
-    if err
-        .chain()
-        .any(|cause| cause.is::<ReplayError>() || cause.is::<ConfigError>())
-    {
+    if err.chain().any(|cause| {
+        cause.is::<ReplayError>() || cause.is::<ConfigError>() || cause.is::<BenchError>()
+    }) {
         EXIT_USAGE
     } else {
         1
@@ -76,6 +77,19 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let text = match args.format {
         OutputFormat::Jsonl => replay::render_jsonl(&rows),
         OutputFormat::Table => replay::render_table(&rows),
+    };
+    print(&text)
+}
+
+fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
+    let plan = args.plan()?;
+    if let Some(seed) = args.trace {
+        return print(&bench::render_trace(&plan, seed));
+    }
+    let report = bench::run(&plan);
+    let text = match args.format {
+        BenchFormat::Table => bench::render_table(&report),
+        BenchFormat::Json => bench::render_json(&report),
     };
     print(&text)
 }

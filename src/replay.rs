@@ -42,6 +42,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize, Serializer};
 use thiserror::Error;
 
+pub use crate::governor::Profile;
 use crate::governor::{
     pct, Control, Decision, HoldReason, Mode, Outcome, ParamError, Params, ThrottleGovernor,
 };
@@ -55,14 +56,6 @@ pub enum OutputFormat {
     Jsonl,
     /// Aligned columns for people, with a header row.
     Table,
-}
-
-/// A named set of governor rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Profile {
-    /// Exactly the rules of GOVERNOR.md: assume the most fragile target.
-    #[default]
-    Default,
 }
 
 /// The arguments of `throttle-governor replay`.
@@ -102,7 +95,8 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Jsonl)]
     pub format: OutputFormat,
 
-    /// The rule set (only `default` for now).
+    /// The rule set: `default` is GOVERNOR.md exactly; `robust` adds the
+    /// opt-in evidence, lag and re-probe rules (docs/BENCHMARKS.md).
     #[arg(long, value_enum, default_value_t = Profile::Default)]
     pub profile: Profile,
 }
@@ -583,7 +577,7 @@ pub fn replay_input(args: &ReplayArgs) -> Result<Vec<ReplayRow>, ReplayError> {
 /// the first error; a partial report is never returned.
 pub fn replay(input: impl BufRead, args: &ReplayArgs) -> Result<Vec<ReplayRow>, ReplayError> {
     let params = args.params()?;
-    let mut governor = ThrottleGovernor::new(params);
+    let mut governor = ThrottleGovernor::with_profile(params, args.profile);
     let mut rows = Vec::new();
     let mut first: Option<(Form, usize)> = None;
     let mut previous_reading: Option<usize> = None;
@@ -768,7 +762,9 @@ mod tests {
         assert_eq!(parsed.file, Some(PathBuf::from("in.jsonl")));
         assert!(!parsed.reads_stdin());
         assert!(Wrap::try_parse_from(["replay", "--control", "users"]).is_err());
-        assert!(Wrap::try_parse_from(["replay", "--profile", "robust"]).is_err());
+        let robust = Wrap::try_parse_from(["replay", "--profile", "robust"]).unwrap();
+        assert_eq!(robust.args.profile, Profile::Robust);
+        assert!(Wrap::try_parse_from(["replay", "--profile", "aggressive"]).is_err());
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl TargetTask {
             signal_lost: false,
         });
 
-        let mut gov = ThrottleGovernor::new(p);
+        let mut gov = ThrottleGovernor::with_profile(p, self.config.profile);
         let resume = self.lifecycle.resume;
         if let Some(r) = resume {
             gov.set_current(r.current);
@@ -131,6 +131,14 @@ impl TargetTask {
             )
             .in_current_span(),
         );
+
+        // Each target starts at its own phase of the window, so that a
+        // thousand targets neither publish nor scrape in the same instant.
+        let phase = self.config.window.mul_f64(phase_of(&name));
+        tokio::select! {
+            _ = tokio::time::sleep(phase) => {}
+            _ = cancel.cancelled() => {}
+        }
 
         // Publish the opening offer before the first window (confirmed).
         if let Some(r) = resume {
@@ -181,6 +189,7 @@ impl TargetTask {
             let at = started.elapsed().as_secs_f64();
             since_reset = since_reset.map(|n| n.saturating_add(1));
 
+            let parsed = Instant::now();
             let counters = match signal {
                 Ok(c) => c,
                 Err(e) => {
@@ -276,6 +285,9 @@ impl TargetTask {
                     lock(&shared).pending = Some(outcome.to);
                     tel.update(&name, |s| s.pending_write = Some(outcome.to));
                     let _ = desired_tx.send(Some(outcome.to));
+                    tel.metrics
+                        .decision_latency
+                        .observe(parsed.elapsed().as_secs_f64());
                 }
             }
         }
@@ -479,6 +491,14 @@ impl TargetTask {
     }
 }
 
+/// A stable share of the window in [0, 1) for a target name (FNV-1a).
+fn phase_of(name: &str) -> f64 {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % 1000) as f64 / 1000.0
+}
+
 fn gov_has_baseline(gov: &mut ThrottleGovernor) -> bool {
     gov.window_mut().baseline().is_some()
 }
@@ -575,6 +595,22 @@ fn describe(o: &WriteOutcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn phases_are_stable_and_spread() {
+        assert_eq!(phase_of("checkout"), phase_of("checkout"));
+        let phases: Vec<f64> = (0..1000).map(|i| phase_of(&format!("t{i}"))).collect();
+        assert!(phases.iter().all(|p| (0.0..1.0).contains(p)));
+        // Spread over the window: every tenth of it gets some targets.
+        for decile in 0..10 {
+            let lo = f64::from(decile) / 10.0;
+            let n = phases
+                .iter()
+                .filter(|p| (lo..lo + 0.1).contains(*p))
+                .count();
+            assert!(n > 50, "decile {decile}: {n}");
+        }
+    }
 
     #[test]
     fn describe_names_the_outcome() {

@@ -752,7 +752,7 @@ fn invalid_parameters_are_all_reported() {
 fn usage_errors_exit_2() {
     replay(&["--control", "users"], "").assert_rejected(&["invalid value 'users'"]);
     replay(&["--format", "csv"], "").assert_rejected(&["invalid value 'csv'"]);
-    replay(&["--profile", "robust"], "").assert_rejected(&["invalid value 'robust'"]);
+    replay(&["--profile", "aggressive"], "").assert_rejected(&["invalid value 'aggressive'"]);
     replay(&["--high"], "").assert_rejected(&["--high"]);
 }
 
@@ -762,4 +762,14 @@ fn help_shows_examples() {
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("Examples:"), "{}", out.stdout);
     assert!(out.stdout.contains("--control <CONTROL>"), "{}", out.stdout);
+}
+
+#[test]
+fn robust_profile_needs_evidence_before_backing_off() {
+    let input = "{\"attempts\": 30, \"failures\": 2, \"current\": 100}\n";
+    let default = replay(&["--ceiling", "100"], input).rows();
+    assert_eq!(default[0]["decision"], "down", "{default:?}");
+    let robust = replay(&["--ceiling", "100", "--profile", "robust"], input).rows();
+    assert_eq!(robust[0]["decision"], "hold", "{robust:?}");
+    assert_eq!(robust[0]["reason"], "gathering", "{robust:?}");
 }

@@ -145,8 +145,15 @@ pub fn offer(knob: Control, v: f64) -> String {
 /// The human text of one movement (also used by `demo` and tests).
 pub fn movement_line(name: &str, knob: Control, o: &Outcome, window_secs: f64) -> String {
     let sig = o.signal.as_ref();
-    let frac = sig.and_then(|s| s.frac).unwrap_or(0.0);
-    let (f, n) = sig.map(|s| (s.failures, s.attempts)).unwrap_or((0.0, 0.0));
+    let mut frac = sig.and_then(|s| s.frac).unwrap_or(0.0);
+    let (mut f, mut n) = sig.map(|s| (s.failures, s.attempts)).unwrap_or((0.0, 0.0));
+    let mut window_secs = window_secs;
+    // The robust profile decides on pooled windows: name that evidence.
+    if let Some(e) = o.evidence {
+        (f, n) = (e.failures, e.attempts);
+        frac = if n > 0.0 { f / n } else { 0.0 };
+        window_secs *= f64::from(e.windows);
+    }
     let threshold = sig
         .and_then(|s| s.threshold)
         .map(|t| format!(" {t}"))

@@ -1,0 +1,367 @@
+//! The bench's metrics: what one run did, and how runs over many seeds are
+//! summarised.
+//!
+//! Why it exists: a control-quality claim is only as honest as its metric
+//! definitions, so each one is a small pure function over a [`Trace`] (the
+//! offers and results, window by window) with a test that pins it.
+//!
+//! What it may touch: nothing; it is arithmetic over vectors.
+//!
+//! Per run, against the oracle's run on the same model and seed:
+//!
+//! | metric | definition |
+//! |---|---|
+//! | `converge` | windows from the start of an epoch until the offer first spends [`CONVERGE_HOLD`] (5) consecutive windows within ±10 % of the oracle's offer; an epoch starts at window 0 and at every window where the true capacity moves by more than 10 %; the run's value is its worst epoch, and *never* when some epoch never converges |
+//! | `failed` | failed attempts, summed over the run |
+//! | `excess` | `Σ max(0, offer - C_t)`, in worker-windows |
+//! | `goodput` | successes divided by the oracle's successes |
+//! | `cv` | the coefficient of variation (population standard deviation over mean) of the offer over the last [`TAIL`] (40) windows |
+//! | `reversals` | direction changes of the offer over the last 40 windows (holds are skipped) |
+//! | `downs` | windows after which the offer went down |
+//! | `false_downs` | those downs where neither the window nor the one before it offered more than the capacity (so no overload can have caused the failures) |
+//!
+//! Over seeds: the median (the mean of the middle two for an even count)
+//! and the p90 (nearest rank: the `ceil(0.9 n)`-th smallest). A `converge`
+//! of *never* sorts above every number; a summary that lands on it is
+//! *never* too (`null` in JSON).
+
+use serde::Serialize;
+
+/// Half-width of the convergence band around the oracle's offer.
+pub const CONVERGE_BAND: f64 = 0.10;
+/// Consecutive in-band windows that count as converged.
+pub const CONVERGE_HOLD: usize = 5;
+/// A capacity move larger than this share starts a new epoch.
+pub const CAPACITY_CHANGE: f64 = 0.10;
+/// Windows at the end of the run that `cv` and `reversals` look at.
+pub const TAIL: usize = 40;
+
+/// One run, window by window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// The whole workers offered in each window.
+    pub offers: Vec<f64>,
+    /// The true capacity of each window.
+    pub capacity: Vec<f64>,
+    /// Resolved attempts in each window.
+    pub attempts: Vec<u64>,
+    /// Failed attempts in each window.
+    pub failures: Vec<u64>,
+    /// Memory clears (governors only).
+    pub memory_clears: Option<u64>,
+}
+
+impl Trace {
+    /// Successful attempts over the run.
+    pub fn successes(&self) -> u64 {
+        self.attempts.iter().sum::<u64>() - self.failures.iter().sum::<u64>()
+    }
+}
+
+/// What one run scored.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunMetrics {
+    /// Worst epoch's convergence time; `None` for never.
+    pub converge: Option<f64>,
+    /// Failed attempts.
+    pub failed: f64,
+    /// Worker-windows offered above capacity.
+    pub excess: f64,
+    /// Successes over the oracle's.
+    pub goodput: f64,
+    /// Coefficient of variation of the tail's offers.
+    pub cv: f64,
+    /// Direction changes in the tail.
+    pub reversals: f64,
+    /// Decreases of the offer.
+    pub downs: f64,
+    /// Decreases without overload in that window or the one before.
+    pub false_downs: f64,
+    /// Memory clears (governors only).
+    pub memory_clears: Option<f64>,
+}
+
+/// Scores `run` against the oracle's run on the same model and seed.
+pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
+    let oracle_successes = oracle.successes() as f64;
+    let (downs, false_downs) = downs(&run.offers, &run.capacity);
+    RunMetrics {
+        converge: converge(&run.offers, &oracle.offers, &oracle.capacity),
+        failed: run.failures.iter().sum::<u64>() as f64,
+        excess: excess(&run.offers, &run.capacity),
+        goodput: if oracle_successes > 0.0 {
+            run.successes() as f64 / oracle_successes
+        } else {
+            0.0
+        },
+        cv: cv(tail(&run.offers)),
+        reversals: reversals(tail(&run.offers)) as f64,
+        downs: downs as f64,
+        false_downs: false_downs as f64,
+        memory_clears: run.memory_clears.map(|c| c as f64),
+    }
+}
+
+fn tail(v: &[f64]) -> &[f64] {
+    &v[v.len().saturating_sub(TAIL)..]
+}
+
+/// Where epochs start: window 0, and every window whose capacity differs
+/// from the previous window's by more than [`CAPACITY_CHANGE`].
+pub fn epoch_starts(capacity: &[f64]) -> Vec<usize> {
+    let mut starts = vec![0];
+    for t in 1..capacity.len() {
+        let (prev, now) = (capacity[t - 1], capacity[t]);
+        if (now - prev).abs() > CAPACITY_CHANGE * prev {
+            starts.push(t);
+        }
+    }
+    starts
+}
+
+/// The `converge` metric: the worst epoch's windows until the first run of
+/// [`CONVERGE_HOLD`] windows within ±[`CONVERGE_BAND`] of the oracle's offer.
+pub fn converge(offers: &[f64], oracle_offers: &[f64], capacity: &[f64]) -> Option<f64> {
+    let len = offers.len().min(oracle_offers.len()).min(capacity.len());
+    let starts = epoch_starts(&capacity[..len]);
+    let mut worst = 0usize;
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(len);
+        let in_band =
+            |t: usize| (offers[t] - oracle_offers[t]).abs() <= CONVERGE_BAND * oracle_offers[t];
+        let mut streak = 0;
+        let mut found = None;
+        for t in start..end {
+            streak = if in_band(t) { streak + 1 } else { 0 };
+            if streak == CONVERGE_HOLD {
+                found = Some(t + 1 - CONVERGE_HOLD - start);
+                break;
+            }
+        }
+        worst = worst.max(found?);
+    }
+    Some(worst as f64)
+}
+
+/// `Σ max(0, offer - capacity)`.
+pub fn excess(offers: &[f64], capacity: &[f64]) -> f64 {
+    offers
+        .iter()
+        .zip(capacity)
+        .map(|(o, c)| (o - c).max(0.0))
+        .sum()
+}
+
+/// Population standard deviation over the mean (0 for an empty or all-zero
+/// slice).
+pub fn cv(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if mean == 0.0 {
+        return 0.0;
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    var.sqrt() / mean
+}
+
+/// Direction changes between consecutive non-zero moves.
+pub fn reversals(v: &[f64]) -> u32 {
+    let mut last = 0.0_f64;
+    let mut count = 0;
+    for pair in v.windows(2) {
+        let d = pair[1] - pair[0];
+        if d == 0.0 {
+            continue;
+        }
+        if last != 0.0 && d.signum() != last.signum() {
+            count += 1;
+        }
+        last = d;
+    }
+    count
+}
+
+/// `(downs, false_downs)`: decreases of the offer, and those where neither
+/// the window nor the one before offered more than its capacity.
+pub fn downs(offers: &[f64], capacity: &[f64]) -> (u32, u32) {
+    let over = |t: usize| offers[t] > capacity[t];
+    let mut downs = 0;
+    let mut false_downs = 0;
+    for t in 0..offers.len().saturating_sub(1) {
+        if offers[t + 1] < offers[t] {
+            downs += 1;
+            if !over(t) && (t == 0 || !over(t - 1)) {
+                false_downs += 1;
+            }
+        }
+    }
+    (downs, false_downs)
+}
+
+/// A metric's median and p90 over seeds; `None` is *never*.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Summary {
+    /// The median.
+    pub median: Option<f64>,
+    /// The 90th percentile (nearest rank).
+    pub p90: Option<f64>,
+}
+
+/// Summarises values over seeds; `None` sorts above every number.
+pub fn summarize(values: &[Option<f64>]) -> Summary {
+    if values.is_empty() {
+        return Summary {
+            median: None,
+            p90: None,
+        };
+    }
+    let mut v: Vec<f64> = values.iter().map(|x| x.unwrap_or(f64::INFINITY)).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    let rank = (0.9 * n as f64).ceil() as usize;
+    let p90 = v[rank.clamp(1, n) - 1];
+    let finite = |x: f64| x.is_finite().then_some(x);
+    Summary {
+        median: finite(median),
+        p90: finite(p90),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converge_counts_windows_until_five_in_band() {
+        let oracle = vec![100.0; 20];
+        let cap = vec![105.0; 20];
+        // In band (90..=110) from window 3 on.
+        let mut offers = vec![10.0, 50.0, 80.0];
+        offers.extend([95.0; 17]);
+        assert_eq!(converge(&offers, &oracle, &cap), Some(3.0));
+        // Four in band, one out, then five: the first run of five counts.
+        let offers = [
+            95.0, 95.0, 95.0, 95.0, 120.0, 95.0, 95.0, 95.0, 95.0, 95.0, 95.0,
+        ];
+        assert_eq!(converge(&offers, &oracle[..11], &cap[..11]), Some(5.0));
+        // Never in band.
+        assert_eq!(converge(&[50.0; 20], &oracle, &cap), None);
+        // The band is inclusive at ±10 %.
+        assert_eq!(converge(&[110.0; 20], &oracle, &cap), Some(0.0));
+        assert_eq!(converge(&[110.5; 20], &oracle, &cap), None);
+    }
+
+    #[test]
+    fn converge_is_measured_again_after_every_capacity_change() {
+        // Capacity halves at 10 and recovers at 20.
+        let cap: Vec<f64> = (0..30)
+            .map(|t| if (10..20).contains(&t) { 50.0 } else { 100.0 })
+            .collect();
+        let oracle: Vec<f64> = cap.iter().map(|c| 0.95 * c).collect();
+        assert_eq!(epoch_starts(&cap), vec![0, 10, 20]);
+        // Tracks at once except 4 windows late after the drop.
+        let mut offers = oracle.clone();
+        for o in &mut offers[10..14] {
+            *o = 95.0;
+        }
+        assert_eq!(converge(&offers, &oracle, &cap), Some(4.0));
+        // Too late to hold 5 windows before the next change: never.
+        for o in &mut offers[10..16] {
+            *o = 95.0;
+        }
+        assert_eq!(converge(&offers, &oracle, &cap), None);
+        // Never converging in the last epoch makes the run "never".
+        let mut offers = oracle.clone();
+        for o in &mut offers[20..] {
+            *o = 10.0;
+        }
+        assert_eq!(converge(&offers, &oracle, &cap), None);
+        // A slow drift (warming) is one epoch.
+        let drift: Vec<f64> = (0..300).map(|t| 100.0 + t as f64).collect();
+        assert_eq!(epoch_starts(&drift), vec![0]);
+    }
+
+    #[test]
+    fn excess_sums_only_the_overload() {
+        assert_eq!(excess(&[90.0, 110.0, 130.0], &[100.0, 100.0, 100.0]), 40.0);
+    }
+
+    #[test]
+    fn cv_is_std_over_mean() {
+        assert_eq!(cv(&[100.0; 40]), 0.0);
+        assert!((cv(&[90.0, 110.0]) - 0.1).abs() < 1e-12);
+        assert_eq!(cv(&[]), 0.0);
+    }
+
+    #[test]
+    fn reversals_skip_holds() {
+        assert_eq!(reversals(&[1.0, 2.0, 3.0, 4.0]), 0);
+        assert_eq!(reversals(&[1.0, 2.0, 2.0, 1.0, 1.0, 3.0]), 2);
+        assert_eq!(reversals(&[5.0, 5.0, 5.0]), 0);
+    }
+
+    #[test]
+    fn downs_and_false_downs() {
+        let cap = [100.0; 6];
+        // Down after an overload (window 1 over), then a down with no
+        // overload in that window or the one before (window 4).
+        let offers = [90.0, 120.0, 90.0, 95.0, 99.0, 80.0];
+        assert_eq!(downs(&offers, &cap), (2, 1));
+        // A down one window after the overload is not false (lag).
+        let offers = [120.0, 95.0, 90.0];
+        assert_eq!(downs(&offers, &cap), (2, 0));
+    }
+
+    #[test]
+    fn summaries_use_the_middle_and_the_nearest_rank() {
+        let v: Vec<Option<f64>> = (1..=10).map(|x| Some(x as f64)).collect();
+        assert_eq!(
+            summarize(&v),
+            Summary {
+                median: Some(5.5),
+                p90: Some(9.0)
+            }
+        );
+        let v: Vec<Option<f64>> = (1..=31).map(|x| Some(x as f64)).collect();
+        assert_eq!(summarize(&v).median, Some(16.0));
+        assert_eq!(summarize(&v).p90, Some(28.0));
+        // "never" sorts last.
+        let v = [Some(1.0), None, None];
+        assert_eq!(summarize(&v).median, None);
+        assert_eq!(summarize(&[Some(1.0), Some(2.0), None]).median, Some(2.0));
+        assert_eq!(summarize(&[]).median, None);
+    }
+
+    #[test]
+    fn measure_scores_against_the_oracle() {
+        let oracle = Trace {
+            offers: vec![95.0; 10],
+            capacity: vec![100.0; 10],
+            attempts: vec![950; 10],
+            failures: vec![0; 10],
+            memory_clears: None,
+        };
+        let run = Trace {
+            offers: vec![120.0; 10],
+            capacity: vec![100.0; 10],
+            attempts: vec![1200; 10],
+            failures: vec![200; 10],
+            memory_clears: Some(2),
+        };
+        let m = measure(&run, &oracle);
+        assert_eq!(m.failed, 2000.0);
+        assert_eq!(m.excess, 200.0);
+        assert!((m.goodput - 1000.0 / 950.0).abs() < 1e-12);
+        assert_eq!(m.converge, None);
+        assert_eq!(m.cv, 0.0);
+        assert_eq!(m.memory_clears, Some(2.0));
+    }
+}

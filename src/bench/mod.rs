@@ -1,0 +1,735 @@
+//! `bench`: control quality, measured against known controllers on target
+//! models with a known capacity.
+//!
+//! Why it exists: a governor is judged by how fast it finds capacity and how
+//! little failure it causes on the way, and users will ask how it compares
+//! with AIMD, CUBIC, Envoy's gradient or a findmax search. The answer has to
+//! be a table that anyone can regenerate in one command, not a claim. So
+//! this module runs every controller against every model of
+//! [`crate::sim::model`], one window at a time, seeded and without HTTP or a
+//! clock: the same arguments give the same table, byte for byte.
+//!
+//! What it may touch: [`crate::governor`] (through [`controllers`]) and the
+//! pure models of [`crate::sim::model`]. It does no I/O; the binary prints
+//! what [`render_table`] or [`render_json`] return.
+//!
+//! # One run
+//! A run is one (model, controller, seed). The seed fixes the target's
+//! nominal capacity `C` (a whole number of workers, uniform in
+//! [`CAPACITY_MIN`]..=[`CAPACITY_MAX`]) and seeds the model's PRNG. One
+//! window of the bench is one model tick: each window the controller's offer
+//! (rounded down to whole workers) meets [`TargetModel::tick`], and the
+//! controller then sees that window's resolved attempts and failures. The
+//! models run with their documented defaults (10 attempts per worker per
+//! window, no extra noise), `run_ticks` equal to the number of windows (so
+//! `step` halves at 1/3 and recovers at 2/3, and `warming` reaches 3 C at the
+//! end), except `noisy`, which gets `30 / C` attempts per worker: about 30
+//! attempts per window at capacity, as a 2 s window of the live simulation
+//! resolves. Every controller shares the governor's parameters: concurrency,
+//! floor 1, opening offer 1, ceiling [`CEILING`], high 5 %, low 1 %.
+//!
+//! The metrics are defined in [`metrics`]; the controllers in
+//! [`controllers`]. `--trace SEED` prints every window of that seed's runs
+//! instead ([`render_trace`]), to see which rule caused a number.
+
+pub mod controllers;
+pub mod metrics;
+
+use std::fmt::Write as _;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::governor::{Control, Params, Profile};
+use crate::sim::model::{ModelConfig, ModelKind, TargetModel};
+use crate::sim::rng::SplitMix64;
+
+pub use controllers::{Controller, ControllerKind, WindowResult};
+pub use metrics::{RunMetrics, Summary, Trace};
+
+/// Smallest nominal capacity a seed draws, in workers.
+pub const CAPACITY_MIN: u64 = 50;
+/// Largest nominal capacity a seed draws, in workers.
+pub const CAPACITY_MAX: u64 = 200;
+/// The authored concurrency (ceiling) of every run.
+pub const CEILING: f64 = 1000.0;
+/// The declared failure bound of every run.
+pub const HIGH: f64 = 0.05;
+/// Attempts per window at capacity for `noisy`.
+pub const NOISY_ATTEMPTS_AT_CAPACITY: f64 = 30.0;
+/// Fewest windows a run may have (the tail metrics look at 40).
+pub const MIN_WINDOWS: usize = 60;
+/// The goodput share of the oracle's that counts as reaching capacity.
+pub const GOAL_GOODPUT: f64 = 0.90;
+/// How much worse than the default the robust profile may be on the
+/// fragile models.
+pub const GOAL_SLACK: f64 = 0.05;
+
+/// The output format of `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum BenchFormat {
+    /// Markdown tables (paste into docs/BENCHMARKS.md as they are).
+    #[default]
+    Table,
+    /// A JSON array, one object per (model, controller).
+    Json,
+}
+
+/// The arguments of `throttle-governor bench`.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct BenchArgs {
+    /// Target models, comma-separated [default: all].
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "MODEL")]
+    pub models: Vec<ModelKind>,
+    /// Controllers, comma-separated [default: all].
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "CONTROLLER")]
+    pub controllers: Vec<ControllerKind>,
+    /// Seeds per (model, controller); seed i is 1..=N.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub seeds: u64,
+    /// Windows per run (one window is one model tick).
+    #[arg(long, default_value_t = 600, value_name = "N")]
+    pub windows: usize,
+    /// How to print the results.
+    #[arg(long, value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+    /// Keep only the governor of this profile (`governor` for default,
+    /// `governor-robust` for robust) [default: both].
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// Instead of the metrics, print every window of this seed's runs as
+    /// JSON Lines (model, controller, window, capacity, offer, attempts,
+    /// failures): to see which rule caused a number.
+    #[arg(long, value_name = "SEED")]
+    pub trace: Option<u64>,
+}
+
+impl Default for BenchArgs {
+    /// The same defaults as the command line.
+    fn default() -> Self {
+        BenchArgs {
+            models: Vec::new(),
+            controllers: Vec::new(),
+            seeds: 30,
+            windows: 600,
+            format: BenchFormat::Table,
+            profile: None,
+            trace: None,
+        }
+    }
+}
+
+/// Why a bench cannot run.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum BenchError {
+    /// `--seeds 0`.
+    #[error("--seeds must be at least 1 (30 or more for the published table)")]
+    NoSeeds,
+    /// Too few windows for the tail metrics.
+    #[error(
+        "--windows must be at least {MIN_WINDOWS} (the tail metrics look at the last 40), got {0}"
+    )]
+    TooFewWindows(usize),
+}
+
+/// A validated bench: what to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchPlan {
+    /// Models, in table order.
+    pub models: Vec<ModelKind>,
+    /// Controllers, in table order.
+    pub controllers: Vec<ControllerKind>,
+    /// Seeds 1..=seeds.
+    pub seeds: u64,
+    /// Windows per run.
+    pub windows: usize,
+}
+
+impl BenchArgs {
+    /// Validates the arguments into a plan.
+    pub fn plan(&self) -> Result<BenchPlan, BenchError> {
+        if self.seeds == 0 {
+            return Err(BenchError::NoSeeds);
+        }
+        if self.windows < MIN_WINDOWS {
+            return Err(BenchError::TooFewWindows(self.windows));
+        }
+        let mut models = if self.models.is_empty() {
+            ModelKind::ALL.to_vec()
+        } else {
+            self.models.clone()
+        };
+        models.dedup();
+        let mut controllers = if self.controllers.is_empty() {
+            ControllerKind::ALL.to_vec()
+        } else {
+            self.controllers.clone()
+        };
+        controllers.sort();
+        controllers.dedup();
+        if let Some(profile) = self.profile {
+            let (keep, drop) = match profile {
+                Profile::Default => (ControllerKind::Governor, ControllerKind::GovernorRobust),
+                Profile::Robust => (ControllerKind::GovernorRobust, ControllerKind::Governor),
+            };
+            let had_governor = controllers.contains(&drop) || controllers.contains(&keep);
+            controllers.retain(|c| *c != drop);
+            if had_governor && !controllers.contains(&keep) {
+                controllers.push(keep);
+                controllers.sort();
+            }
+        }
+        Ok(BenchPlan {
+            models,
+            controllers,
+            seeds: self.seeds,
+            windows: self.windows,
+        })
+    }
+}
+
+/// The governor parameters every run shares.
+pub fn params() -> Params {
+    // Constant, valid parameters: this cannot fail.
+    Params::new(Control::Concurrency, Some(CEILING), 1.0, None, HIGH, None)
+        .expect("the bench's parameters are valid")
+}
+
+/// The nominal capacity that `seed` draws.
+pub fn capacity_of(seed: u64) -> f64 {
+    let mut rng = SplitMix64::new(seed ^ 0xB5AD_4ECE_DA1C_E2A9);
+    let span = CAPACITY_MAX - CAPACITY_MIN + 1;
+    (CAPACITY_MIN + rng.next_u64() % span) as f64
+}
+
+/// The model of one run.
+pub fn model_config(kind: ModelKind, seed: u64, windows: usize) -> ModelConfig {
+    let capacity = capacity_of(seed);
+    let mut cfg = ModelConfig::new(kind, capacity);
+    if kind == ModelKind::Noisy {
+        cfg.attempts_per_worker = NOISY_ATTEMPTS_AT_CAPACITY / capacity;
+    }
+    cfg.seed = seed;
+    cfg.run_ticks = windows as u64;
+    cfg
+}
+
+/// Runs one controller against one model for `windows` windows.
+pub fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, windows: usize) -> Trace {
+    // The bench builds only valid configs.
+    let mut model = TargetModel::new(cfg).expect("the bench's model configs are valid");
+    let mut trace = Trace {
+        offers: Vec::with_capacity(windows),
+        capacity: Vec::with_capacity(windows),
+        attempts: Vec::with_capacity(windows),
+        failures: Vec::with_capacity(windows),
+        memory_clears: None,
+    };
+    for _ in 0..windows {
+        let capacity = model.capacity();
+        let offer = controller.offer(capacity).floor();
+        let r = model.tick(offer);
+        trace.offers.push(offer);
+        trace.capacity.push(r.capacity);
+        trace.attempts.push(r.attempts);
+        trace.failures.push(r.failures);
+        controller.observe(WindowResult {
+            attempts: r.attempts,
+            failures: r.failures,
+        });
+    }
+    trace.memory_clears = controller.memory_clears();
+    trace
+}
+
+/// One (model, controller) row: every metric's median and p90 over seeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The model.
+    pub model: ModelKind,
+    /// The controller.
+    pub controller: ControllerKind,
+    /// How many seeds.
+    pub seeds: u64,
+    /// Per-seed metrics, in seed order.
+    pub runs: Vec<RunMetrics>,
+}
+
+impl Row {
+    fn summary(&self, f: impl Fn(&RunMetrics) -> Option<f64>) -> Summary {
+        let v: Vec<Option<f64>> = self.runs.iter().map(f).collect();
+        metrics::summarize(&v)
+    }
+
+    /// `converge` over seeds.
+    pub fn converge(&self) -> Summary {
+        self.summary(|m| m.converge)
+    }
+    /// `failed` over seeds.
+    pub fn failed(&self) -> Summary {
+        self.summary(|m| Some(m.failed))
+    }
+    /// `excess` over seeds.
+    pub fn excess(&self) -> Summary {
+        self.summary(|m| Some(m.excess))
+    }
+    /// `goodput` over seeds.
+    pub fn goodput(&self) -> Summary {
+        self.summary(|m| Some(m.goodput))
+    }
+    /// `cv` over seeds.
+    pub fn cv(&self) -> Summary {
+        self.summary(|m| Some(m.cv))
+    }
+    /// `reversals` over seeds.
+    pub fn reversals(&self) -> Summary {
+        self.summary(|m| Some(m.reversals))
+    }
+    /// `downs` over seeds.
+    pub fn downs(&self) -> Summary {
+        self.summary(|m| Some(m.downs))
+    }
+    /// `false_downs` over seeds.
+    pub fn false_downs(&self) -> Summary {
+        self.summary(|m| Some(m.false_downs))
+    }
+    /// Memory clears over seeds (governors only).
+    pub fn memory_clears(&self) -> Summary {
+        self.summary(|m| m.memory_clears)
+    }
+}
+
+/// The whole bench.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// What ran.
+    pub plan: BenchPlan,
+    /// One row per (model, controller), models outermost.
+    pub rows: Vec<Row>,
+}
+
+/// Runs the plan. Deterministic: the same plan gives the same report.
+pub fn run(plan: &BenchPlan) -> Report {
+    let p = params();
+    let mut rows = Vec::new();
+    for &model in &plan.models {
+        let mut per_controller: Vec<Row> = plan
+            .controllers
+            .iter()
+            .map(|&controller| Row {
+                model,
+                controller,
+                seeds: plan.seeds,
+                runs: Vec::with_capacity(plan.seeds as usize),
+            })
+            .collect();
+        for seed in 1..=plan.seeds {
+            let cfg = model_config(model, seed, plan.windows);
+            let mut oracle = ControllerKind::Oracle.build(&p);
+            let oracle_trace = simulate(oracle.as_mut(), cfg.clone(), plan.windows);
+            for row in &mut per_controller {
+                let trace = if row.controller == ControllerKind::Oracle {
+                    oracle_trace.clone()
+                } else {
+                    let mut c = row.controller.build(&p);
+                    simulate(c.as_mut(), cfg.clone(), plan.windows)
+                };
+                row.runs.push(metrics::measure(&trace, &oracle_trace));
+            }
+        }
+        rows.extend(per_controller);
+    }
+    Report {
+        plan: plan.clone(),
+        rows,
+    }
+}
+
+/// One window of a `--trace` run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceRow {
+    /// The model.
+    pub model: ModelKind,
+    /// The controller.
+    pub controller: ControllerKind,
+    /// The window index, from 0.
+    pub window: usize,
+    /// The true capacity, in workers.
+    pub capacity: f64,
+    /// The whole workers offered.
+    pub offer: f64,
+    /// Resolved attempts.
+    pub attempts: u64,
+    /// Failed attempts.
+    pub failures: u64,
+}
+
+/// Every window of `seed`'s runs in the plan, as JSON Lines.
+pub fn render_trace(plan: &BenchPlan, seed: u64) -> String {
+    let p = params();
+    let mut out = String::new();
+    for &model in &plan.models {
+        for &controller in &plan.controllers {
+            let cfg = model_config(model, seed, plan.windows);
+            let mut c = controller.build(&p);
+            let t = simulate(c.as_mut(), cfg, plan.windows);
+            for window in 0..t.offers.len() {
+                let row = TraceRow {
+                    model,
+                    controller,
+                    window,
+                    capacity: t.capacity[window],
+                    offer: t.offers[window],
+                    attempts: t.attempts[window],
+                    failures: t.failures[window],
+                };
+                // Numbers and strings only: serialization cannot fail.
+                out.push_str(&serde_json::to_string(&row).expect("a trace row serializes"));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// One JSON object of [`render_json`].
+#[derive(Debug, Clone, Serialize)]
+pub struct JsonRow {
+    /// The model.
+    pub model: ModelKind,
+    /// The controller.
+    pub controller: ControllerKind,
+    /// Seeds per row.
+    pub seeds: u64,
+    /// Windows per run.
+    pub windows: usize,
+    /// `converge` median; `null` when the median run never converged.
+    pub converge_median: Option<f64>,
+    /// `converge` p90; `null` for never.
+    pub converge_p90: Option<f64>,
+    /// `failed` median.
+    pub failed_median: Option<f64>,
+    /// `failed` p90.
+    pub failed_p90: Option<f64>,
+    /// `excess` median.
+    pub excess_median: Option<f64>,
+    /// `excess` p90.
+    pub excess_p90: Option<f64>,
+    /// `goodput` median.
+    pub goodput_median: Option<f64>,
+    /// `goodput` p90.
+    pub goodput_p90: Option<f64>,
+    /// `cv` median.
+    pub cv_median: Option<f64>,
+    /// `cv` p90.
+    pub cv_p90: Option<f64>,
+    /// `reversals` median.
+    pub reversals_median: Option<f64>,
+    /// `reversals` p90.
+    pub reversals_p90: Option<f64>,
+    /// `downs` median.
+    pub downs_median: Option<f64>,
+    /// `downs` p90.
+    pub downs_p90: Option<f64>,
+    /// `false_downs` median.
+    pub false_downs_median: Option<f64>,
+    /// `false_downs` p90.
+    pub false_downs_p90: Option<f64>,
+    /// Memory clears median (governors only).
+    pub memory_clears_median: Option<f64>,
+    /// Memory clears p90 (governors only).
+    pub memory_clears_p90: Option<f64>,
+}
+
+impl JsonRow {
+    fn of(row: &Row, windows: usize) -> Self {
+        let (c, f, e, g, v, r, d, fd, mc) = (
+            row.converge(),
+            row.failed(),
+            row.excess(),
+            row.goodput(),
+            row.cv(),
+            row.reversals(),
+            row.downs(),
+            row.false_downs(),
+            row.memory_clears(),
+        );
+        JsonRow {
+            model: row.model,
+            controller: row.controller,
+            seeds: row.seeds,
+            windows,
+            converge_median: c.median,
+            converge_p90: c.p90,
+            failed_median: f.median,
+            failed_p90: f.p90,
+            excess_median: e.median,
+            excess_p90: e.p90,
+            goodput_median: g.median.map(round4),
+            goodput_p90: g.p90.map(round4),
+            cv_median: v.median.map(round4),
+            cv_p90: v.p90.map(round4),
+            reversals_median: r.median,
+            reversals_p90: r.p90,
+            downs_median: d.median,
+            downs_p90: d.p90,
+            false_downs_median: fd.median,
+            false_downs_p90: fd.p90,
+            memory_clears_median: mc.median,
+            memory_clears_p90: mc.p90,
+        }
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// A JSON array with one object per (model, controller), one per line.
+pub fn render_json(report: &Report) -> String {
+    let mut out = String::from("[\n");
+    for (i, row) in report.rows.iter().enumerate() {
+        let obj = JsonRow::of(row, report.plan.windows);
+        // Numbers, strings and nulls only: serialization cannot fail.
+        let text = serde_json::to_string(&obj).expect("a bench row serializes");
+        out.push_str(&text);
+        out.push_str(if i + 1 < report.rows.len() {
+            ",\n"
+        } else {
+            "\n"
+        });
+    }
+    out.push_str("]\n");
+    out
+}
+
+fn num(x: Option<f64>, decimals: usize) -> String {
+    match x {
+        None => "never".to_owned(),
+        Some(v) => format!("{v:.decimals$}"),
+    }
+}
+
+fn pair(s: Summary, decimals: usize) -> String {
+    format!("{} / {}", num(s.median, decimals), num(s.p90, decimals))
+}
+
+/// Markdown tables: the metrics, the governors' diagnostics, and the robust
+/// profile's goals (when both governors ran).
+pub fn render_table(report: &Report) -> String {
+    let mut out = String::new();
+    let plan = &report.plan;
+    let _ = writeln!(
+        out,
+        "Control quality: median / p90 over {} seeds, {} windows per run.\n",
+        plan.seeds, plan.windows
+    );
+    let header = [
+        "model",
+        "controller",
+        "converge",
+        "failed",
+        "excess",
+        "goodput",
+        "cv",
+        "reversals",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for row in &report.rows {
+        rows.push(vec![
+            row.model.to_string(),
+            row.controller.to_string(),
+            pair(row.converge(), 0),
+            pair(row.failed(), 0),
+            pair(row.excess(), 0),
+            pair(row.goodput(), 3),
+            pair(row.cv(), 3),
+            pair(row.reversals(), 0),
+        ]);
+    }
+    markdown(&mut out, &header, &rows);
+
+    out.push_str("\nBack-offs: median / p90 (a false down had no overload in its window or the one before).\n\n");
+    let header = [
+        "model",
+        "controller",
+        "downs",
+        "false downs",
+        "memory clears",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for row in &report.rows {
+        if !matches!(
+            row.controller,
+            ControllerKind::Governor | ControllerKind::GovernorRobust | ControllerKind::Aimd
+        ) {
+            continue;
+        }
+        let clears = row.memory_clears();
+        rows.push(vec![
+            row.model.to_string(),
+            row.controller.to_string(),
+            pair(row.downs(), 0),
+            pair(row.false_downs(), 0),
+            if clears.median.is_some() {
+                pair(clears, 0)
+            } else {
+                "-".to_owned()
+            },
+        ]);
+    }
+    if !rows.is_empty() {
+        markdown(&mut out, &header, &rows);
+    }
+
+    let goals = goals(report);
+    if !goals.is_empty() {
+        out.push_str(
+            "\nThe robust profile's goals (medians; fewest failures is among the non-oracle \
+             controllers with goodput >= 0.90; fragile models must stay within 5 % of the default):\n\n",
+        );
+        let header = [
+            "model",
+            "robust goodput",
+            ">= 0.90",
+            "robust failed",
+            "fewest failed (>= 0.90)",
+            "fewest",
+            "vs default: goodput, failed",
+            "within 5 %",
+        ];
+        let rows: Vec<Vec<String>> = goals
+            .iter()
+            .map(|g| {
+                vec![
+                    g.model.to_string(),
+                    format!("{:.3}", g.robust_goodput),
+                    yes_no(g.reaches_goodput),
+                    format!("{:.0}", g.robust_failed),
+                    g.fewest_failed
+                        .map_or("-".to_owned(), |(c, f)| format!("{c} {f:.0}")),
+                    yes_no(g.has_fewest_failed),
+                    g.vs_default.map_or("-".to_owned(), |(gp, f)| {
+                        format!("{:+.1} %, {:+.1} %", gp * 100.0, f * 100.0)
+                    }),
+                    g.within_slack.map_or("-".to_owned(), yes_no),
+                ]
+            })
+            .collect();
+        markdown(&mut out, &header, &rows);
+    }
+    out
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "**no**" }.to_owned()
+}
+
+fn markdown(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = String>| {
+        let body: Vec<String> = cells.collect();
+        format!("| {} |\n", body.join(" | "))
+    };
+    out.push_str(&line(
+        &mut header.iter().zip(&widths).map(|(h, w)| format!("{h:<w$}")),
+    ));
+    out.push_str(&line(&mut widths.iter().map(|w| "-".repeat(*w))));
+    for row in rows {
+        out.push_str(&line(&mut row.iter().zip(&widths).enumerate().map(
+            |(i, (c, w))| {
+                if i < 2 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            },
+        )));
+    }
+}
+
+/// The robust profile's goals on one model, from the medians.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goal {
+    /// The model.
+    pub model: ModelKind,
+    /// `governor-robust`'s median goodput.
+    pub robust_goodput: f64,
+    /// Whether it reaches [`GOAL_GOODPUT`].
+    pub reaches_goodput: bool,
+    /// `governor-robust`'s median failed attempts.
+    pub robust_failed: f64,
+    /// The controller with the fewest median failures among the
+    /// non-oracle controllers that reach [`GOAL_GOODPUT`].
+    pub fewest_failed: Option<(ControllerKind, f64)>,
+    /// Whether that is the robust profile (ties count for it).
+    pub has_fewest_failed: bool,
+    /// Relative change against the default governor: (goodput, failed);
+    /// for failed, positive is worse.
+    pub vs_default: Option<(f64, f64)>,
+    /// On `cliff`, `rejector`, `knee` and `step`: whether both changes stay
+    /// within [`GOAL_SLACK`].
+    pub within_slack: Option<bool>,
+}
+
+/// The goal check per model, when `governor-robust` ran.
+pub fn goals(report: &Report) -> Vec<Goal> {
+    let mut out = Vec::new();
+    for &model in &report.plan.models {
+        let rows: Vec<&Row> = report.rows.iter().filter(|r| r.model == model).collect();
+        let find = |c: ControllerKind| rows.iter().find(|r| r.controller == c);
+        let Some(robust) = find(ControllerKind::GovernorRobust) else {
+            continue;
+        };
+        let med = |s: Summary| s.median.unwrap_or(f64::NAN);
+        let robust_goodput = med(robust.goodput());
+        let robust_failed = med(robust.failed());
+        let fewest_failed = rows
+            .iter()
+            .filter(|r| r.controller != ControllerKind::Oracle)
+            .filter(|r| med(r.goodput()) >= GOAL_GOODPUT)
+            .map(|r| (r.controller, med(r.failed())))
+            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let has_fewest_failed = robust_goodput >= GOAL_GOODPUT
+            && fewest_failed.is_some_and(|(_, f)| robust_failed <= f);
+        let vs_default = find(ControllerKind::Governor).map(|d| {
+            let (dg, df) = (med(d.goodput()), med(d.failed()));
+            let failed = if df > 0.0 {
+                robust_failed / df - 1.0
+            } else if robust_failed > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+            (robust_goodput / dg - 1.0, failed)
+        });
+        let fragile = matches!(
+            model,
+            ModelKind::Cliff | ModelKind::Rejector | ModelKind::Knee | ModelKind::Step
+        );
+        let within_slack = match (fragile, vs_default) {
+            (true, Some((g, f))) => Some(g >= -GOAL_SLACK && f <= GOAL_SLACK),
+            _ => None,
+        };
+        out.push(Goal {
+            model,
+            robust_goodput,
+            reaches_goodput: robust_goodput >= GOAL_GOODPUT,
+            robust_failed,
+            fewest_failed,
+            has_fewest_failed,
+            vs_default,
+            within_slack,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

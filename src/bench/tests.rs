@@ -1,0 +1,311 @@
+//! Tests of the bench: determinism, the plan, and the output shapes. The
+//! fast run (one seed, few windows, every model and controller) is the one
+//! `.ci/run` executes; the full table is produced by the documented command.
+
+use super::*;
+
+fn fast_plan() -> BenchPlan {
+    BenchArgs {
+        seeds: 1,
+        windows: 120,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap()
+}
+
+#[test]
+fn same_seed_gives_the_same_table() {
+    let plan = BenchArgs {
+        seeds: 2,
+        windows: 150,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    let a = run(&plan);
+    let b = run(&plan);
+    assert_eq!(a, b);
+    assert_eq!(render_table(&a), render_table(&b));
+    assert_eq!(render_json(&a), render_json(&b));
+    // And the seeds matter: other seeds give another table.
+    let other = BenchPlan {
+        seeds: 3,
+        ..plan.clone()
+    };
+    assert_ne!(render_json(&run(&other)), render_json(&a));
+}
+
+#[test]
+fn fast_run_covers_every_model_and_controller() {
+    let plan = fast_plan();
+    let report = run(&plan);
+    assert_eq!(
+        report.rows.len(),
+        ModelKind::ALL.len() * ControllerKind::ALL.len()
+    );
+    for row in &report.rows {
+        assert_eq!(row.runs.len(), 1);
+        let m = row.runs[0];
+        assert!(m.goodput.is_finite() && m.goodput > 0.0, "{row:?}");
+        assert!(m.failed >= 0.0 && m.excess >= 0.0 && m.cv >= 0.0);
+        if row.controller == ControllerKind::Oracle {
+            assert_eq!(m.goodput, 1.0);
+            assert_eq!(m.converge, Some(0.0), "the oracle is its own reference");
+            assert_eq!(m.excess, 0.0);
+        }
+    }
+    // The oracle never overloads a rejector, so it fails nothing there.
+    let oracle_rejector = report
+        .rows
+        .iter()
+        .find(|r| r.model == ModelKind::Rejector && r.controller == ControllerKind::Oracle)
+        .unwrap();
+    assert_eq!(oracle_rejector.runs[0].failed, 0.0);
+}
+
+#[test]
+fn the_governor_finds_a_rejectors_capacity() {
+    let plan = BenchArgs {
+        models: vec![ModelKind::Rejector],
+        controllers: vec![ControllerKind::Governor],
+        seeds: 3,
+        windows: 200,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    let report = run(&plan);
+    let row = &report.rows[0];
+    let goodput = row.goodput().median.unwrap();
+    assert!(goodput > 0.9, "goodput {goodput}");
+    assert!(row.converge().median.is_some());
+}
+
+#[test]
+fn simulate_rounds_offers_down_and_records_the_truth() {
+    struct Fixed(f64);
+    impl Controller for Fixed {
+        fn offer(&mut self, _capacity: f64) -> f64 {
+            self.0
+        }
+        fn observe(&mut self, _w: WindowResult) {}
+    }
+    let cfg = model_config(ModelKind::Rejector, 1, 10);
+    let cap = cfg.capacity;
+    let trace = simulate(&mut Fixed(cap + 10.7), cfg, 10);
+    assert!(trace.offers.iter().all(|&o| o == cap + 10.0));
+    assert!(trace.capacity.iter().all(|&c| c == cap));
+    // Exactly the excess is rejected: 10 workers * 10 attempts.
+    assert!(
+        trace.failures.iter().all(|&f| f == 100),
+        "{:?}",
+        trace.failures
+    );
+    assert_eq!(trace.memory_clears, None);
+}
+
+#[test]
+fn seeds_draw_capacities_in_range() {
+    let caps: Vec<f64> = (1..=50).map(capacity_of).collect();
+    assert!(caps
+        .iter()
+        .all(|&c| (CAPACITY_MIN as f64..=CAPACITY_MAX as f64).contains(&c) && c.fract() == 0.0));
+    let distinct: std::collections::BTreeSet<u64> = caps.iter().map(|&c| c as u64).collect();
+    assert!(distinct.len() > 30, "{distinct:?}");
+    let noisy = model_config(ModelKind::Noisy, 4, 100);
+    assert!((noisy.attempts_per_worker * noisy.capacity - 30.0).abs() < 1e-9);
+    assert_eq!(noisy.run_ticks, 100);
+    assert_eq!(
+        model_config(ModelKind::Cliff, 4, 100).attempts_per_worker,
+        10.0
+    );
+}
+
+#[test]
+fn plan_validates_and_orders() {
+    assert_eq!(
+        BenchArgs {
+            seeds: 0,
+            ..BenchArgs::default()
+        }
+        .plan(),
+        Err(BenchError::NoSeeds)
+    );
+    assert_eq!(
+        BenchArgs {
+            windows: 10,
+            ..BenchArgs::default()
+        }
+        .plan(),
+        Err(BenchError::TooFewWindows(10))
+    );
+    let plan = BenchArgs::default().plan().unwrap();
+    assert_eq!(plan.models, ModelKind::ALL.to_vec());
+    assert_eq!(plan.controllers, ControllerKind::ALL.to_vec());
+    let plan = BenchArgs {
+        controllers: vec![
+            ControllerKind::Oracle,
+            ControllerKind::Aimd,
+            ControllerKind::Aimd,
+        ],
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    assert_eq!(
+        plan.controllers,
+        vec![ControllerKind::Aimd, ControllerKind::Oracle]
+    );
+}
+
+#[test]
+fn profile_keeps_one_governor() {
+    let plan = BenchArgs {
+        profile: Some(Profile::Robust),
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    assert!(plan.controllers.contains(&ControllerKind::GovernorRobust));
+    assert!(!plan.controllers.contains(&ControllerKind::Governor));
+    let plan = BenchArgs {
+        profile: Some(Profile::Robust),
+        controllers: vec![ControllerKind::Governor, ControllerKind::Aimd],
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    assert_eq!(
+        plan.controllers,
+        vec![ControllerKind::GovernorRobust, ControllerKind::Aimd]
+    );
+    let plan = BenchArgs {
+        profile: Some(Profile::Default),
+        controllers: vec![ControllerKind::Aimd],
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    assert_eq!(plan.controllers, vec![ControllerKind::Aimd]);
+}
+
+#[test]
+fn json_has_one_object_per_row_with_every_metric() {
+    let report = run(&fast_plan());
+    let text = render_json(&report);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), report.rows.len());
+    for (obj, row) in rows.iter().zip(&report.rows) {
+        assert_eq!(obj["model"], row.model.name());
+        assert_eq!(obj["controller"], row.controller.name());
+        assert_eq!(obj["seeds"], 1);
+        for metric in ["converge", "failed", "excess", "goodput", "cv", "reversals"] {
+            for suffix in ["median", "p90"] {
+                let key = format!("{metric}_{suffix}");
+                assert!(obj.get(&key).is_some(), "{key} missing in {obj}");
+            }
+        }
+        assert!(obj["goodput_median"].is_number());
+    }
+    // One object per line inside the array.
+    assert_eq!(text.lines().count(), report.rows.len() + 2);
+}
+
+#[test]
+fn table_names_every_row_and_the_goals() {
+    let report = run(&fast_plan());
+    let text = render_table(&report);
+    for row in &report.rows {
+        let needle = format!(
+            "| {:<10} | {:<15} |",
+            row.model.name(),
+            row.controller.name()
+        );
+        assert!(text.contains(&needle), "{needle} missing:\n{text}");
+    }
+    assert!(text.contains("The robust profile's goals"));
+    let g = goals(&report);
+    assert_eq!(g.len(), ModelKind::ALL.len());
+    for goal in &g {
+        let fragile = matches!(
+            goal.model,
+            ModelKind::Cliff | ModelKind::Rejector | ModelKind::Knee | ModelKind::Step
+        );
+        assert_eq!(goal.within_slack.is_some(), fragile);
+    }
+}
+
+#[test]
+fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
+    let m = |goodput: f64, failed: f64| RunMetrics {
+        converge: Some(1.0),
+        failed,
+        excess: 0.0,
+        goodput,
+        cv: 0.0,
+        reversals: 0.0,
+        downs: 0.0,
+        false_downs: 0.0,
+        memory_clears: None,
+    };
+    let row = |controller, goodput, failed| Row {
+        model: ModelKind::Cliff,
+        controller,
+        seeds: 1,
+        runs: vec![m(goodput, failed)],
+    };
+    let report = Report {
+        plan: BenchPlan {
+            models: vec![ModelKind::Cliff],
+            controllers: vec![],
+            seeds: 1,
+            windows: 100,
+        },
+        rows: vec![
+            row(ControllerKind::Governor, 0.95, 1000.0),
+            row(ControllerKind::GovernorRobust, 0.93, 1040.0),
+            row(ControllerKind::Aimd, 0.80, 10.0), // below 0.90: not a rival
+            row(ControllerKind::Cubic, 0.91, 900.0),
+            row(ControllerKind::Oracle, 1.0, 0.0), // the reference: not a rival
+        ],
+    };
+    let g = &goals(&report)[0];
+    assert!(g.reaches_goodput);
+    assert_eq!(g.fewest_failed, Some((ControllerKind::Cubic, 900.0)));
+    assert!(!g.has_fewest_failed);
+    let (dg, df) = g.vs_default.unwrap();
+    assert!((dg - (0.93 / 0.95 - 1.0)).abs() < 1e-12);
+    assert!((df - 0.04).abs() < 1e-12);
+    assert_eq!(g.within_slack, Some(true));
+}
+
+#[test]
+fn trace_prints_every_window_of_one_seed() {
+    let plan = BenchArgs {
+        models: vec![ModelKind::Step],
+        controllers: vec![ControllerKind::Oracle, ControllerKind::Governor],
+        windows: 90,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    let text = render_trace(&plan, 5);
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2 * 90);
+    let cap = capacity_of(5);
+    // The step model halves at a third of the run: the oracle follows.
+    let oracle: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["controller"] == "oracle")
+        .collect();
+    assert_eq!(oracle[0]["capacity"], cap);
+    assert_eq!(oracle[30]["capacity"], cap / 2.0);
+    assert_eq!(oracle[30]["offer"], (0.95 * cap / 2.0).floor());
+    assert_eq!(oracle[89]["window"], 89);
+    assert_eq!(text, render_trace(&plan, 5), "deterministic");
+}

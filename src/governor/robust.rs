@@ -1,0 +1,648 @@
+//! The `robust` profile: an opt-in layer over the rules of `GOVERNOR.md`
+//! for targets whose windows are small, whose failures arrive late, or
+//! whose capacity moves.
+//!
+//! Why it exists: the default rules assume the most fragile target and one
+//! window of clean, immediate evidence. `throttle-governor bench` shows where
+//! that assumption costs goodput or failures (docs/BENCHMARKS.md has the
+//! measurements):
+//!
+//! 1. **Tiny samples** (`noisy`): one background failure among about 30
+//!    attempts crosses 5 %, so the default backs off on windows with no
+//!    overload at all.
+//! 2. **Delayed failures** (`lagged`, `metastable`): failures keep arriving
+//!    for a window after an overshoot. Each further Down then lowers
+//!    `last_bad` to an offer that was actually safe, the memory clears at
+//!    that low point, and slow start doubles straight back into the wall.
+//! 3. **After a memory clear**: slow start's doubling overshoots the
+//!    capacity by up to ×2.
+//! 4. **Probing a wall** (`cliff`, `metastable`, and the dead band of
+//!    `rejector`): slow start's first overshoot reaches ×2, the additive
+//!    probe re-enters the overload every few windows for as long as the run
+//!    lasts, and a probe that lands in the dead band stays there, failing up
+//!    to `high` of its attempts for good.
+//!
+//! What it may touch: only its parent, [`crate::governor`]; like it, no
+//! clock and no I/O.
+//!
+//! This module never changes the default path: [`ThrottleGovernor::step`]
+//! calls it only for [`Profile::Robust`](super::Profile::Robust), and it
+//! keeps its own memory ([`RobustState`]). Everything it does not mention is
+//! `GOVERNOR.md` unchanged: the thresholds, the back-off factor
+//! `clamp(1 - frac, 0.25, 0.9)`, the probe size
+//! `max(1, 0.02 last_bad)`, the memory clear after
+//! [`MEMORY_CLEAR_STREAK`](super::MEMORY_CLEAR_STREAK) clean verdicts at or
+//! above `last_bad`, the mode labels and the integer rounding.
+//!
+//! # The rules
+//! **Evidence (fixes 1).** Windows are pooled from the last verdict on, and
+//! a pool gives a verdict only when it carries enough evidence:
+//! - *enough attempts*: at least `1 / low` of them (100 at `low = 1 %`), the
+//!   fewest for which a single failure can still leave a window clean; the
+//!   pooled fraction is then *clean* below `low`, else in the dead band; or
+//! - a *significant breach*: over every window at the current offer (since
+//!   the last movement), a one-sided exact binomial test rejects "the
+//!   failure probability is at most `high`" at [`EVIDENCE_ALPHA`] (1 %): one
+//!   failure among 30 attempts is no breach, six are. Only a significant
+//!   breach backs off; a pool above `high` that is not significant is
+//!   judged as the dead band; or
+//! - in slow start (`last_bad` unset), a *clean window* on its own: climbing
+//!   on thin evidence stays as fast as the default's.
+//!
+//! Otherwise the window holds (reason `gathering`).
+//!
+//! **Settling (fixes 2).** The window right after a Down may still carry the
+//! previous offer's failures. It is not pooled and decides nothing (reason
+//! `settling`), unless it is a significant breach worse than the one that
+//! caused the Down (the overload is growing, as retries make it in
+//! `metastable`); then it backs off again. Within one congestion episode
+//! (Downs with no Up and no clean verdict between them) `last_bad` keeps the
+//! highest offer, so a later Down never lowers it to an offer that was
+//! safe. Once a settle window has shown a breach (failures outlast a Down:
+//! lag or retries), the window right after an Up settles too, except that a
+//! significant breach there backs off at once.
+//!
+//! **Re-probe (fixes 3).** After a memory clear, an Up adds
+//! [`REPROBE_START`] (2 %) of the offer at which the memory cleared, and the
+//! increment doubles with every further Up until the next Down, never faster
+//! than slow start. The overshoot past a new capacity is then about the last
+//! increment instead of ×2.
+//!
+//! **Probing a wall (fixes 4).**
+//! - The opening slow start grows by [`SLOW_START_GROWTH`] (×1.5) instead of
+//!   ×2: its first overshoot is at most 1.5 times the last clean offer.
+//! - The fast reclimb after a Down stops at the last offer seen clean before
+//!   that Down when it is below the default's safe zone `0.75 last_bad`
+//!   (after an overshoot, the safe zone itself can be an overload).
+//! - An *additive* Up (a probe, or a re-probe) whose first verdict is not
+//!   clean is undone: the offer returns to where the probe started (a Down,
+//!   labelled `backing-off`, with `last_bad` set to the probed offer), on a
+//!   breach too, unless the default back-off goes lower. A larger Up whose
+//!   first verdict is in the dead band backs off by [`BAND_BACK_OFF`] (×0.9).
+//! - Back at an offer after such a return, a verdict significantly above
+//!   `low` is a breach: the offer was clean there, so something the probe
+//!   left behind (retries, a backlog) keeps failing, and only a real back-off
+//!   drains it.
+//! - After a failed additive probe, the next one waits for twice as many
+//!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`]; reason
+//!   `dwelling`). A probe that stays clean, or a memory clear, resets the
+//!   wait to one. On a stable target the probes into the wall thin out
+//!   geometrically; a capacity that rises makes probes succeed and the pace
+//!   returns.
+//!
+//! The cost, measured by `throttle-governor bench`: slower convergence, and
+//! in short runs slower recovery after a capacity rise (docs/BENCHMARKS.md).
+
+use super::{
+    memory_clear_step, no_traffic, Decision, Evidence, HoldReason, Mode, Outcome, Signal,
+    Threshold, ThrottleGovernor,
+};
+
+/// Significance level of the one-sided exact test for a breach on few
+/// attempts: under a true failure probability of exactly `high`, a pool is
+/// called a breach at most 1 % of the time.
+pub const EVIDENCE_ALPHA: f64 = 0.01;
+/// The first re-probe increment after a memory clear, as a share of the
+/// offer at which the memory cleared.
+pub const REPROBE_START: f64 = 0.02;
+/// The most consecutive clean verdicts an additive probe waits for.
+pub const MAX_DWELL: u32 = 32;
+/// The Down after a non-additive Up whose first verdict is in the dead
+/// band: the default's smallest back-off factor.
+pub const BAND_BACK_OFF: f64 = 0.9;
+/// Growth per clean verdict of the opening slow start.
+pub const SLOW_START_GROWTH: f64 = 1.5;
+
+/// Which movement the settle window follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settle {
+    AfterUp,
+    AfterDown,
+}
+
+/// The robust layer's own memory, beside the default [`super::State`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RobustState {
+    /// Attempts pooled since the last verdict.
+    pool_attempts: f64,
+    /// Failures pooled since the last verdict.
+    pool_failures: f64,
+    /// Windows pooled since the last verdict.
+    pool_windows: u32,
+    /// Attempts at the current offer (since the last movement, settle
+    /// windows excluded): the evidence for a breach.
+    offer_attempts: f64,
+    /// Failures at the current offer.
+    offer_failures: f64,
+    /// Set right after a movement: the next window settles.
+    settle: Option<Settle>,
+    /// The fraction that caused the last Down.
+    last_down_frac: f64,
+    /// The next re-probe increment, while re-probing after a memory clear.
+    reprobe: Option<f64>,
+    /// The offer of the most recent clean verdict.
+    last_clean: Option<f64>,
+    /// `last_clean` as it was at the last Down.
+    clean_before_down: Option<f64>,
+    /// Set by an additive Up until its first verdict: the offer it left.
+    additive_from: Option<f64>,
+    /// Set by any Up until its first verdict.
+    fresh_up: bool,
+    /// Set by a retreat until its first verdict.
+    retreated: bool,
+    /// Set by a Down, cleared by an Up or a clean verdict: further Downs
+    /// belong to the same congestion episode.
+    in_episode: bool,
+    /// Whether failures have been seen to outlast a Down (delayed failures,
+    /// retries): from then on, Ups settle too.
+    lag_seen: bool,
+    /// Consecutive clean verdicts at the current offer.
+    clean_run: u32,
+    /// Clean verdicts the next additive probe waits for.
+    dwell: u32,
+}
+
+impl Default for RobustState {
+    fn default() -> Self {
+        RobustState {
+            pool_attempts: 0.0,
+            pool_failures: 0.0,
+            pool_windows: 0,
+            offer_attempts: 0.0,
+            offer_failures: 0.0,
+            settle: None,
+            last_down_frac: 0.0,
+            reprobe: None,
+            last_clean: None,
+            clean_before_down: None,
+            additive_from: None,
+            fresh_up: false,
+            retreated: false,
+            in_episode: false,
+            lag_seen: false,
+            clean_run: 0,
+            dwell: 1,
+        }
+    }
+}
+
+impl RobustState {
+    fn empty_pool(&mut self) {
+        self.pool_attempts = 0.0;
+        self.pool_failures = 0.0;
+        self.pool_windows = 0;
+    }
+
+    fn moved(&mut self) {
+        self.empty_pool();
+        self.offer_attempts = 0.0;
+        self.offer_failures = 0.0;
+        self.clean_run = 0;
+    }
+
+    fn probe_failed(&mut self) {
+        self.dwell = (self.dwell * 2).min(MAX_DWELL);
+    }
+}
+
+/// `ln(n!)`: exact below 20, else Stirling's series (error below 1e-12).
+fn ln_factorial(n: f64) -> f64 {
+    if n < 20.0 {
+        let mut acc = 0.0;
+        let mut k = 2.0;
+        while k <= n {
+            acc += f64::ln(k);
+            k += 1.0;
+        }
+        return acc;
+    }
+    let (x2, x3) = (n * n, n * n * n);
+    n * n.ln() - n + 0.5 * (2.0 * std::f64::consts::PI * n).ln() + 1.0 / (12.0 * n)
+        - 1.0 / (360.0 * x3)
+        + 1.0 / (1260.0 * x3 * x2)
+}
+
+/// `P(X >= failures)` for `X ~ Binomial(attempts, p)`: the exact upper tail.
+///
+/// The sum starts at the probability mass at `failures` and walks away from
+/// the mean (up for the tail, or down for its complement when `failures` is
+/// below the mean) until the terms vanish, so its cost grows with the
+/// spread of the distribution, not with the number of failures. Counts are
+/// rounded to whole numbers; `p` must lie in (0, 1).
+pub fn binomial_tail(failures: f64, attempts: f64, p: f64) -> f64 {
+    let n = attempts.round().max(0.0);
+    let f = failures.round().clamp(0.0, n);
+    if f <= 0.0 {
+        return 1.0;
+    }
+    let ratio = p / (1.0 - p);
+    let ln_pmf = |k: f64| {
+        ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k)
+            + k * p.ln()
+            + (n - k) * (1.0 - p).ln()
+    };
+    if f > n * p {
+        // Σ_{k >= f} pmf(k), decreasing from k = f.
+        let (mut k, mut term, mut sum) = (f, ln_pmf(f).exp(), 0.0);
+        while term > 0.0 && term >= sum * 1e-17 {
+            sum += term;
+            if k >= n {
+                break;
+            }
+            term *= (n - k) / (k + 1.0) * ratio;
+            k += 1.0;
+        }
+        sum.min(1.0)
+    } else {
+        // 1 - Σ_{k < f} pmf(k), decreasing from k = f - 1.
+        let (mut k, mut term, mut sum) = (f - 1.0, ln_pmf(f - 1.0).exp(), 0.0);
+        while term > 0.0 && term >= sum * 1e-17 {
+            sum += term;
+            if k <= 0.0 {
+                break;
+            }
+            term *= k / (n - k + 1.0) / ratio;
+            k -= 1.0;
+        }
+        (1.0 - sum).max(0.0)
+    }
+}
+
+/// Whether `failures` of `attempts` show, at significance
+/// [`EVIDENCE_ALPHA`], a failure probability above `high` (a one-sided
+/// exact binomial test).
+pub fn significant_breach(failures: f64, attempts: f64, high: f64) -> bool {
+    significantly_above(failures, attempts, high)
+}
+
+/// Whether `failures` of `attempts` show, at significance
+/// [`EVIDENCE_ALPHA`], a failure probability above `level`.
+pub fn significantly_above(failures: f64, attempts: f64, level: f64) -> bool {
+    attempts > 0.0
+        && failures / attempts > level
+        && binomial_tail(failures, attempts, level) <= EVIDENCE_ALPHA
+}
+
+/// What the evidence says about the current offer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Judgement {
+    /// A significant breach, at this failure fraction.
+    Breach(f64),
+    /// Neither clean nor a significant breach, at this fraction.
+    Band(f64),
+    /// Below `low`, at this fraction.
+    Clean(f64),
+}
+
+impl Judgement {
+    fn frac(self) -> f64 {
+        match self {
+            Judgement::Breach(f) | Judgement::Band(f) | Judgement::Clean(f) => f,
+        }
+    }
+}
+
+/// Where a window's evidence stands.
+enum Verdict {
+    /// Decide on this judgement (of a pool, or of a settle window).
+    Decide {
+        judgement: Judgement,
+        evidence: Option<Evidence>,
+    },
+    /// Hold with this reason; nothing else changes.
+    Hold(HoldReason),
+}
+
+/// What the robust decision does besides the raw decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Move {
+    /// The default rules' decision.
+    Plain,
+    /// An additive Up (probe or re-probe).
+    Additive,
+    /// A failed additive probe, undone.
+    Retreat,
+}
+
+impl ThrottleGovernor {
+    /// The offer changed from outside: the pooled evidence and the pending
+    /// settle window belonged to the old offer.
+    pub(super) fn robust_offer_changed(&mut self) {
+        self.robust.moved();
+        self.robust.settle = None;
+        self.robust.additive_from = None;
+        self.robust.fresh_up = false;
+    }
+
+    /// [`ThrottleGovernor::step`] under the `robust` profile.
+    pub(super) fn step_robust(&mut self, attempts: f64, failures: f64) -> Outcome {
+        let p = self.params;
+        if attempts <= 0.0 {
+            return self.hold(HoldReason::NoTraffic, Some(no_traffic(failures)), false);
+        }
+        let window_frac = failures / attempts;
+        let signal = Signal {
+            attempts,
+            failures,
+            frac: Some(window_frac),
+            threshold: Some(threshold(window_frac, p.high, p.low)),
+        };
+
+        let verdict = match self.robust.settle.take() {
+            Some(after) => self.settle(after, attempts, failures),
+            None => self.pool(attempts, failures),
+        };
+        let (judgement, evidence) = match verdict {
+            Verdict::Hold(reason) => return self.hold(reason, Some(signal), false),
+            Verdict::Decide {
+                judgement,
+                evidence,
+            } => (judgement, evidence),
+        };
+        self.robust.empty_pool();
+        let frac = judgement.frac();
+        let signal = Signal {
+            threshold: Some(match judgement {
+                Judgement::Breach(_) => Threshold::High(p.high),
+                Judgement::Clean(_) => Threshold::Low(p.low),
+                Judgement::Band(_) => Threshold::Band(p.low, p.high),
+            }),
+            ..signal
+        };
+
+        let from = self.state.current;
+        let clean = matches!(judgement, Judgement::Clean(_));
+        let additive_from = self.robust.additive_from.take();
+        let fresh_up = std::mem::take(&mut self.robust.fresh_up);
+        self.robust.retreated = false;
+        if clean {
+            self.robust.in_episode = false;
+            self.robust.last_clean = Some(from);
+            self.robust.clean_run += 1;
+            if additive_from.is_some() {
+                self.robust.dwell = 1;
+            }
+        } else {
+            self.robust.clean_run = 0;
+        }
+
+        let mut memory_cleared = false;
+        if let Some(bad) = self.state.last_bad {
+            let (streak, clear) = memory_clear_step(self.state.clean_streak, clean && from >= bad);
+            self.state.clean_streak = streak;
+            if clear {
+                self.state.last_bad = None;
+                memory_cleared = true;
+                self.robust.reprobe = Some((REPROBE_START * from).max(1.0));
+                self.robust.dwell = 1;
+            }
+        }
+
+        let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up);
+        let decision = p.round(raw, from);
+        if kind == Move::Retreat && decision != Decision::Hold {
+            self.robust.retreated = true;
+        }
+        let mut outcome = match decision {
+            Decision::Down(to) => {
+                if additive_from.is_some() {
+                    self.robust.probe_failed();
+                }
+                // Within one congestion episode, `last_bad` keeps the
+                // highest offer that saw it: a later Down of the same
+                // episode answers the same overload, not a new wall.
+                let bad = match self.state.last_bad {
+                    Some(prev) if self.robust.in_episode => prev.max(from),
+                    _ => from,
+                };
+                self.state.last_bad = Some(bad);
+                self.state.current = to;
+                self.robust.moved();
+                self.robust.settle = Some(Settle::AfterDown);
+                self.robust.last_down_frac = frac;
+                self.robust.reprobe = None;
+                if !self.robust.in_episode {
+                    self.robust.clean_before_down = self.robust.last_clean;
+                }
+                self.robust.in_episode = true;
+                self.outcome(
+                    decision,
+                    from,
+                    to,
+                    Some(Mode::BackingOff),
+                    None,
+                    signal,
+                    memory_cleared,
+                )
+            }
+            Decision::Up(to) => {
+                let mode = match self.state.last_bad {
+                    None => Mode::Climbing,
+                    Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
+                    Some(_) => Mode::Probing,
+                };
+                self.state.current = to;
+                self.robust.moved();
+                self.robust.in_episode = false;
+                if self.robust.lag_seen {
+                    self.robust.settle = Some(Settle::AfterUp);
+                }
+                if kind == Move::Additive {
+                    self.robust.additive_from = Some(from);
+                }
+                self.robust.fresh_up = true;
+                if let Some(inc) = self.robust.reprobe.as_mut() {
+                    *inc *= 2.0;
+                }
+                self.outcome(decision, from, to, Some(mode), None, signal, memory_cleared)
+            }
+            Decision::Hold => {
+                let reason = match judgement {
+                    Judgement::Breach(_) => HoldReason::AtFloor,
+                    Judgement::Band(_) => HoldReason::DeadBand,
+                    Judgement::Clean(_) if from >= p.ceiling => HoldReason::AtCeiling,
+                    Judgement::Clean(_) => HoldReason::Dwelling,
+                };
+                self.hold(reason, Some(signal), memory_cleared)
+            }
+        };
+        outcome.evidence = evidence;
+        outcome
+    }
+
+    /// The settle window right after a movement: a Down on a significant
+    /// breach (any after an Up; a worse one after a Down), else a hold.
+    fn settle(&mut self, after: Settle, attempts: f64, failures: f64) -> Verdict {
+        let p = self.params;
+        let frac = failures / attempts;
+        let breach = significant_breach(failures, attempts, p.high);
+        if after == Settle::AfterDown && breach {
+            self.robust.lag_seen = true;
+        }
+        let judgement = match after {
+            Settle::AfterUp if breach => Some(Judgement::Breach(frac)),
+            // A probe that is not clean at once is undone at once.
+            Settle::AfterUp
+                if self.robust.additive_from.is_some()
+                    && frac >= p.low
+                    && attempts * p.low >= 1.0 =>
+            {
+                Some(Judgement::Band(frac))
+            }
+            Settle::AfterDown if breach && frac > self.robust.last_down_frac => {
+                Some(Judgement::Breach(frac))
+            }
+            _ => None,
+        };
+        match judgement {
+            Some(judgement) => Verdict::Decide {
+                judgement,
+                evidence: None,
+            },
+            None => Verdict::Hold(HoldReason::Settling),
+        }
+    }
+
+    /// Adds a window to the pools and says whether they give a verdict.
+    fn pool(&mut self, attempts: f64, failures: f64) -> Verdict {
+        let p = self.params;
+        let r = &mut self.robust;
+        r.pool_attempts += attempts;
+        r.pool_failures += failures;
+        r.pool_windows += 1;
+        r.offer_attempts += attempts;
+        r.offer_failures += failures;
+        let (n, f) = (r.pool_attempts, r.pool_failures);
+        let evidence = (r.pool_windows > 1).then_some(Evidence {
+            attempts: n,
+            failures: f,
+            windows: r.pool_windows,
+        });
+        if significant_breach(r.offer_failures, r.offer_attempts, p.high) {
+            let judgement = Judgement::Breach(r.offer_failures / r.offer_attempts);
+            let evidence = Some(Evidence {
+                attempts: r.offer_attempts,
+                failures: r.offer_failures,
+                windows: r.pool_windows,
+            })
+            .filter(|_| r.offer_attempts > attempts);
+            return Verdict::Decide {
+                judgement,
+                evidence,
+            };
+        }
+        if n * p.low >= 1.0 {
+            let frac = f / n;
+            let judgement = if frac < p.low {
+                Judgement::Clean(frac)
+            } else if r.retreated && significantly_above(f, n, p.low) {
+                // Back at an offer that was clean, and clearly not clean any
+                // more: state left by the probe (retries, a backlog) keeps
+                // failing. Only a real back-off drains it.
+                Judgement::Breach(frac)
+            } else {
+                Judgement::Band(frac)
+            };
+            return Verdict::Decide {
+                judgement,
+                evidence,
+            };
+        }
+        // Slow start climbs on one clean window, as fast as the default;
+        // the thin failures pooled before it were inconclusive.
+        if self.state.last_bad.is_none() && failures / attempts < p.low {
+            return Verdict::Decide {
+                judgement: Judgement::Clean(failures / attempts),
+                evidence: None,
+            };
+        }
+        Verdict::Hold(HoldReason::Gathering)
+    }
+
+    /// Step 4 under the robust rules: the default [`decide`] plus the
+    /// retreat, the known-clean reclimb, the probe dwell and the re-probe.
+    fn robust_decide(
+        &self,
+        judgement: Judgement,
+        from: f64,
+        additive_from: Option<f64>,
+        fresh_up: bool,
+    ) -> (Decision, Move) {
+        let p = self.params;
+        let r = &self.robust;
+        match judgement {
+            Judgement::Breach(frac) => {
+                let target = (from * (1.0 - frac).clamp(0.25, 0.9)).max(p.floor);
+                // A failed additive Up goes back no further than where it
+                // started: that offer was just judged clean.
+                let (target, kind) = match additive_from {
+                    Some(start) if start < from && start > target => (start, Move::Retreat),
+                    _ => (target, Move::Plain),
+                };
+                let d = if target < from {
+                    Decision::Down(target)
+                } else {
+                    Decision::Hold
+                };
+                return (d, kind);
+            }
+            Judgement::Band(_) => {
+                return match additive_from {
+                    Some(start) if start < from => {
+                        (Decision::Down(start.max(p.floor)), Move::Retreat)
+                    }
+                    // A larger Up that lands in the dead band backs off by
+                    // the default's smallest step.
+                    None if fresh_up => (
+                        Decision::Down((from * BAND_BACK_OFF).max(p.floor)),
+                        Move::Retreat,
+                    ),
+                    _ => (Decision::Hold, Move::Plain),
+                };
+            }
+            Judgement::Clean(_) => {}
+        }
+        if from >= p.ceiling {
+            return (Decision::Hold, Move::Plain);
+        }
+        let (target, kind) = match (self.state.last_bad, r.reprobe) {
+            // The opening slow start: the default's doubling.
+            (None, None) => ((from * SLOW_START_GROWTH).max(from + 1.0), Move::Plain),
+            // Re-probing after a memory clear.
+            (None, Some(inc)) => ((from * 2.0).max(from + 1.0).min(from + inc), Move::Additive),
+            (Some(bad), _) => {
+                let mut safe = (0.75 * bad).max(p.floor);
+                if let Some(clean) = r.clean_before_down {
+                    safe = safe.min(clean.max(p.floor));
+                }
+                let fast = (from * 1.5).min(safe);
+                if fast > from {
+                    (fast, Move::Plain)
+                } else if r.clean_run >= r.dwell {
+                    (from + (0.02 * bad).max(1.0), Move::Additive)
+                } else {
+                    return (Decision::Hold, Move::Plain);
+                }
+            }
+        };
+        let target = target.min(p.ceiling);
+        if target > from {
+            (Decision::Up(target), kind)
+        } else {
+            (Decision::Hold, Move::Plain)
+        }
+    }
+}
+
+fn threshold(frac: f64, high: f64, low: f64) -> Threshold {
+    if frac > high {
+        Threshold::High(high)
+    } else if frac < low {
+        Threshold::Low(low)
+    } else {
+        Threshold::Band(low, high)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! Tests of the `robust` profile: each rule against a hand-computed window
+//! sequence, beside what the default rules do with the same windows, so
+//! every test fails if the rule is removed.
+
+use super::super::{Control, Decision, HoldReason, Params, Profile, ThrottleGovernor};
+use super::*;
+
+/// A robust rate governor (no rounding) at `current` with `last_bad`.
+fn robust(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
+    let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
+    let mut g = ThrottleGovernor::with_profile(p, Profile::Robust);
+    g.set_current(current);
+    g.restore_memory(last_bad, 0);
+    g
+}
+
+/// The same, under the default rules.
+fn default(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
+    let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
+    let mut g = ThrottleGovernor::new(p);
+    g.set_current(current);
+    g.restore_memory(last_bad, 0);
+    g
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9 * b.abs().max(1.0)
+}
+
+#[track_caller]
+fn assert_to(o: &Outcome, decision: &str, to: f64) {
+    assert_eq!(o.decision_str(), decision, "{o:?}");
+    assert!(close(o.to, to), "to {} != {to}: {o:?}", o.to);
+}
+
+#[track_caller]
+fn assert_hold(o: &Outcome, reason: HoldReason) {
+    assert_eq!(o.decision, Decision::Hold, "{o:?}");
+    assert_eq!(o.reason, Some(reason), "{o:?}");
+}
+
+/// `P(X >= f)` by direct summation, for small `n`.
+fn tail_direct(f: u64, n: u64, p: f64) -> f64 {
+    let mut below = 0.0;
+    for k in 0..f {
+        let mut c = 1.0;
+        for i in 0..k {
+            c *= (n - i) as f64 / (i + 1) as f64;
+        }
+        below += c * p.powi(k as i32) * (1.0 - p).powi((n - k) as i32);
+    }
+    1.0 - below
+}
+
+#[test]
+fn binomial_tail_is_exact() {
+    assert_eq!(binomial_tail(0.0, 30.0, 0.05), 1.0);
+    assert!(close(binomial_tail(1.0, 1.0, 0.05), 0.05));
+    for (f, n, p) in [
+        (2, 30, 0.05),
+        (4, 30, 0.05),
+        (6, 30, 0.05),
+        (11, 100, 0.05),
+        (3, 10, 0.05),
+        (1, 100, 0.05),
+        (5, 100, 0.05),
+        (40, 120, 0.3),
+        (30, 120, 0.3),
+        (25, 60, 0.01),
+    ] {
+        let exact = tail_direct(f, n, p);
+        let got = binomial_tail(f as f64, n as f64, p);
+        assert!(
+            (got - exact).abs() < 1e-10,
+            "{f}/{n} at {p}: {got} vs {exact}"
+        );
+    }
+    // Huge windows: no underflow, and the tail behaves.
+    assert!(binomial_tail(1_000.0, 20_000.0, 0.05) > 0.4);
+    assert!(binomial_tail(1_200.0, 20_000.0, 0.05) < 1e-6);
+    assert_eq!(binomial_tail(500_000.0, 1e6, 0.05), 0.0);
+    assert!(binomial_tail(10.0, 1e6, 0.05) > 1.0 - 1e-12);
+    // Stirling's series matches the exact sum where they meet.
+    let exact: f64 = (2..=25).map(|k| f64::ln(k as f64)).sum();
+    assert!((ln_factorial(25.0) - exact).abs() < 1e-11);
+}
+
+#[test]
+fn a_breach_needs_significance_on_few_attempts() {
+    // One or two background failures among 30 attempts are no breach...
+    assert!(!significant_breach(1.0, 30.0, 0.05));
+    assert!(!significant_breach(2.0, 30.0, 0.05));
+    // ...six are (P = 0.003 under 5 %).
+    assert!(significant_breach(6.0, 30.0, 0.05));
+    // One failure of one attempt is not (P = 0.05).
+    assert!(!significant_breach(1.0, 1.0, 0.05));
+    // Large windows: 6 % of 1000 could be 5 %; 10 % cannot.
+    assert!(!significant_breach(60.0, 1000.0, 0.05));
+    assert!(significant_breach(100.0, 1000.0, 0.05));
+    // Never at or below the bound.
+    assert!(!significant_breach(5.0, 100.0, 0.05));
+    assert!(significantly_above(30.0, 1000.0, 0.01));
+    assert!(!significantly_above(2.0, 100.0, 0.01));
+}
+
+#[test]
+fn thin_windows_are_pooled_until_there_is_evidence() {
+    // Default: 2 of 30 is 6.7 % > 5 %: a Down on no evidence.
+    let mut d = default(100.0, Some(120.0));
+    assert_to(&d.step(30.0, 2.0), "down", 90.0);
+
+    let mut g = robust(100.0, Some(120.0));
+    assert_hold(&g.step(30.0, 2.0), HoldReason::Gathering);
+    assert_hold(&g.step(30.0, 1.0), HoldReason::Gathering);
+    assert_hold(&g.step(30.0, 0.0), HoldReason::Gathering);
+    // 120 attempts >= 1 / low: a verdict on 3 / 120 = 2.5 %, the dead band.
+    let o = g.step(30.0, 0.0);
+    assert_hold(&o, HoldReason::DeadBand);
+    assert_eq!(
+        o.evidence,
+        Some(Evidence {
+            attempts: 120.0,
+            failures: 3.0,
+            windows: 4
+        })
+    );
+    // The signal stays the window's own (telemetry counts it once).
+    assert_eq!(o.signal.unwrap().attempts, 30.0);
+    // The pool starts again after a verdict.
+    assert_hold(&g.step(30.0, 0.0), HoldReason::Gathering);
+}
+
+#[test]
+fn a_significant_breach_acts_on_few_attempts() {
+    let mut g = robust(100.0, Some(120.0));
+    let o = g.step(30.0, 10.0);
+    assert_to(&o, "down", 100.0 * (1.0 - 10.0 / 30.0));
+    assert_eq!(o.last_bad, Some(100.0));
+}
+
+#[test]
+fn slow_start_still_climbs_on_one_thin_clean_window() {
+    let mut g = robust(1.0, None);
+    assert_to(&g.step(1.0, 0.0), "up", 2.0);
+    assert_to(&g.step(2.0, 0.0), "up", 3.0);
+    // A thin window with a failure gathers instead of climbing.
+    assert_hold(&g.step(3.0, 1.0), HoldReason::Gathering);
+}
+
+#[test]
+fn slow_start_grows_by_half_not_double() {
+    let mut g = robust(64.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 96.0);
+    let mut d = default(64.0, None);
+    assert_to(&d.step(1000.0, 0.0), "up", 128.0);
+}
+
+#[test]
+fn late_failures_after_a_down_settle_instead_of_moving_last_bad() {
+    // Default: the lagged failures cause a second Down and last_bad drops.
+    let mut d = default(100.0, None);
+    assert_to(&d.step(1000.0, 200.0), "down", 80.0);
+    let o = d.step(1000.0, 200.0);
+    assert_to(&o, "down", 64.0);
+    assert_eq!(o.last_bad, Some(80.0));
+
+    let mut g = robust(100.0, None);
+    assert_to(&g.step(1000.0, 200.0), "down", 80.0);
+    let o = g.step(1000.0, 200.0);
+    assert_hold(&o, HoldReason::Settling);
+    assert_eq!(o.last_bad, Some(100.0));
+    // The next window is judged on its own.
+    let o = g.step(1000.0, 0.0);
+    assert_eq!(o.decision_str(), "up", "{o:?}");
+    assert_eq!(o.last_bad, Some(100.0));
+}
+
+#[test]
+fn a_growing_overload_backs_off_again_and_keeps_the_highest_last_bad() {
+    let mut g = robust(100.0, None);
+    assert_to(&g.step(1000.0, 200.0), "down", 80.0);
+    // Worse than the 20 % that caused the Down: retries, say.
+    let o = g.step(1000.0, 400.0);
+    assert_to(&o, "down", 48.0);
+    assert_eq!(o.last_bad, Some(100.0), "same episode: the highest offer");
+}
+
+#[test]
+fn once_failures_outlast_a_down_ups_settle_too() {
+    let mut g = robust(100.0, None);
+    g.step(1000.0, 200.0); // Down to 80
+    assert_hold(&g.step(1000.0, 200.0), HoldReason::Settling); // lag seen
+    let up = g.step(1000.0, 0.0);
+    assert_eq!(up.decision_str(), "up");
+    // A clean window right after the Up may still be the old offer's.
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+
+    // Without lag, the window after an Up is judged at once.
+    let mut g = robust(64.0, None);
+    g.step(1000.0, 0.0);
+    assert_eq!(g.step(1000.0, 0.0).decision_str(), "up");
+}
+
+#[test]
+fn the_reclimb_stops_at_the_last_offer_seen_clean() {
+    let mut g = robust(64.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 96.0);
+    let o = g.step(1000.0, 500.0);
+    assert_to(&o, "down", 48.0);
+    assert_eq!(o.last_bad, Some(96.0));
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    // Default would reclimb to 0.75 * 96 = 72; 64 was the last clean offer.
+    assert_to(&g.step(1000.0, 0.0), "up", 64.0);
+    let mut d = default(48.0, Some(96.0));
+    assert_to(&d.step(1000.0, 0.0), "up", 72.0);
+}
+
+#[test]
+fn a_failed_probe_is_undone_and_the_next_one_waits_longer() {
+    let mut g = robust(100.0, Some(104.0));
+    // Clean below last_bad in the probe zone: +2 % of last_bad.
+    let probe = g.step(1000.0, 0.0);
+    assert_to(&probe, "up", 102.08);
+    // 2 % is the dead band: the default would hold at 102.08 for good.
+    let mut d = default(102.08, Some(104.0));
+    assert_hold(&d.step(1000.0, 20.0), HoldReason::DeadBand);
+    // Robust goes back to where the probe started.
+    let back = g.step(1000.0, 20.0);
+    assert_to(&back, "down", 100.0);
+    assert_eq!(back.last_bad, Some(102.08));
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    // The next probe waits for two clean verdicts.
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0 + 0.02 * 102.08);
+}
+
+#[test]
+fn a_successful_probe_resets_the_wait() {
+    let mut g = robust(100.0, Some(104.0));
+    g.step(1000.0, 0.0); // probe to 102.08
+    g.step(1000.0, 20.0); // undone: dwell 2
+    g.step(1000.0, 0.0); // settling
+    g.step(1000.0, 0.0); // dwelling
+    let up = g.step(1000.0, 0.0);
+    assert_eq!(up.decision_str(), "up");
+    // This probe is clean: the next one goes after a single clean verdict.
+    let again = g.step(1000.0, 0.0);
+    assert_eq!(again.decision_str(), "up", "{again:?}");
+}
+
+#[test]
+fn a_failed_probe_that_breaches_goes_back_no_further_than_its_start() {
+    let mut g = robust(100.0, Some(104.0));
+    g.step(1000.0, 0.0); // probe to 102.08
+                         // 10 % fails: the default factor would go to 91.872; the start was clean.
+    assert_to(&g.step(1000.0, 100.0), "down", 100.0);
+}
+
+#[test]
+fn a_large_up_into_the_dead_band_backs_off_a_step() {
+    let mut g = robust(64.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 96.0);
+    assert_to(&g.step(1000.0, 30.0), "down", 96.0 * BAND_BACK_OFF);
+    let mut d = default(96.0, None);
+    assert_hold(&d.step(1000.0, 30.0), HoldReason::DeadBand);
+}
+
+#[test]
+fn failing_where_it_was_clean_after_a_retreat_is_a_breach() {
+    let mut g = robust(100.0, Some(104.0));
+    g.step(1000.0, 0.0); // probe to 102.08
+    g.step(1000.0, 20.0); // undone, back at 100
+    assert_hold(&g.step(1000.0, 30.0), HoldReason::Settling);
+    // 3 % at an offer that was clean: retries or a backlog. Back off.
+    assert_to(&g.step(1000.0, 30.0), "down", 90.0);
+}
+
+#[test]
+fn after_a_memory_clear_the_reprobe_adds_doubling_increments() {
+    let mut g = robust(1000.0, Some(1000.0));
+    assert_to(&g.step(1000.0, 0.0), "up", 1020.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 1040.0);
+    let clear = g.step(1000.0, 0.0);
+    assert!(clear.memory_cleared);
+    // +2 % of the clearing offer, then 4 %, 8 %: not x2.
+    assert_to(&clear, "up", 1040.0 + 20.8);
+    assert_to(&g.step(1000.0, 0.0), "up", 1060.8 + 41.6);
+    assert_to(&g.step(1000.0, 0.0), "up", 1102.4 + 83.2);
+
+    let mut d = default(1000.0, Some(1000.0));
+    d.step(1000.0, 0.0);
+    d.step(1000.0, 0.0);
+    let clear = d.step(1000.0, 0.0);
+    assert!(clear.memory_cleared);
+    assert_to(&clear, "up", 2080.0);
+}
+
+#[test]
+fn an_outside_change_drops_the_pooled_evidence() {
+    let mut g = robust(100.0, Some(120.0));
+    assert_hold(&g.step(30.0, 2.0), HoldReason::Gathering);
+    g.set_current(90.0);
+    // 80 attempts alone are not enough; with the old 30 they would be.
+    assert_hold(&g.step(80.0, 0.0), HoldReason::Gathering);
+    // Setting the same value is no change.
+    g.set_current(90.0);
+    let o = g.step(30.0, 0.0);
+    assert_eq!(o.evidence.map(|e| e.windows), Some(2), "{o:?}");
+}
+
+#[test]
+fn no_traffic_holds_and_keeps_the_pool() {
+    let mut g = robust(100.0, Some(120.0));
+    g.step(60.0, 1.0);
+    assert_hold(&g.step(0.0, 0.0), HoldReason::NoTraffic);
+    let o = g.step(60.0, 0.0);
+    assert_eq!(o.evidence.map(|e| e.attempts), Some(120.0), "{o:?}");
+}
+
+#[test]
+fn the_default_profile_never_touches_the_robust_layer() {
+    let mut d = default(100.0, Some(120.0));
+    for (n, f) in [(30.0, 2.0), (1000.0, 0.0), (1000.0, 200.0), (1000.0, 200.0)] {
+        let o = d.step(n, f);
+        assert_eq!(o.evidence, None);
+        assert!(!matches!(
+            o.reason,
+            Some(HoldReason::Gathering | HoldReason::Settling | HoldReason::Dwelling)
+        ));
+    }
+    assert_eq!(d.robust, RobustState::default());
+    assert_eq!(d.profile(), Profile::Default);
+}
