@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::demo::DemoArgs;
 use crate::governor::Control;
+use crate::healthcheck::HealthcheckArgs;
 use crate::replay::ReplayArgs;
 use crate::sim::SimArgs;
 use crate::telemetry::logging::LogFormat;
@@ -114,6 +115,9 @@ pub enum Command {
     /// Run a simulated load tool (Prometheus /metrics plus an admin API)
     /// in front of a target model with a known capacity.
     Sim(SimArgs),
+    /// GET the controller's /healthz: exit 0 when it answers 200, else 1
+    /// (the container's HEALTHCHECK; the image has no curl).
+    Healthcheck(HealthcheckArgs),
 }
 
 /// Arguments of `run`.

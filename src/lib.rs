@@ -27,6 +27,7 @@
 //! | [`target`] | one target's loop: read → window → decide → write |
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
 //! | [`demo`] | the built-in demo: sim + controller + report in one process |
+//! | [`healthcheck`] | `healthcheck`: GET `/healthz` for the container's `HEALTHCHECK` |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
 //! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
@@ -36,6 +37,7 @@ pub mod config;
 pub mod control;
 pub mod demo;
 pub mod governor;
+pub mod healthcheck;
 pub mod replay;
 pub mod report;
 pub mod signal;
