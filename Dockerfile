@@ -21,6 +21,8 @@ ARG BINARY_SOURCE=build
 
 # ---- build: static musl binary from source ---------------------------------
 FROM rust:1.85-alpine AS build
+# Alpine's package versions change with each point release: pinning them
+# (DL3018) would break this build, and the toolchain is pinned by the image tag.
 # hadolint ignore=DL3018
 RUN apk add --no-cache musl-dev ca-certificates
 WORKDIR /src
@@ -37,7 +39,6 @@ FROM scratch AS prebuilt
 COPY throttle-governor ca-certificates.crt /out/
 
 # ---- binary: whichever of the two BINARY_SOURCE names ----------------------
-# hadolint ignore=DL3006
 FROM ${BINARY_SOURCE} AS binary
 
 # ---- runtime ----------------------------------------------------------------
