@@ -20,7 +20,8 @@
 ARG BINARY_SOURCE=build
 
 # ---- build: static musl binary from source ---------------------------------
-FROM rust:1.85-alpine AS build
+# The toolchain the project is tested with (dependencies need at least 1.88).
+FROM rust:1.95-alpine AS build
 # Alpine's package versions change with each point release: pinning them
 # (DL3018) would break this build, and the toolchain is pinned by the image tag.
 # hadolint ignore=DL3018

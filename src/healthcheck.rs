@@ -41,7 +41,9 @@ pub enum HealthcheckError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The request could not be made or timed out.
-    #[error("GET {url} failed (is the controller running, and is `[server] listen` this address?)")]
+    #[error(
+        "GET {url} failed (is the controller running, and is `[server] listen` this address?)"
+    )]
     Request {
         /// The probed URL.
         url: String,
@@ -86,12 +88,7 @@ pub async fn probe(args: &HealthcheckArgs) -> Result<(), HealthcheckError> {
         .timeout(args.timeout)
         .build()
         .map_err(request)?;
-    let status = client
-        .get(&url)
-        .send()
-        .await
-        .map_err(request)?
-        .status();
+    let status = client.get(&url).send().await.map_err(request)?.status();
     if status == reqwest::StatusCode::OK {
         Ok(())
     } else {
