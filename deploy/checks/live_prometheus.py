@@ -36,6 +36,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -439,7 +440,7 @@ def main() -> int:
     for failure in failures:
         print(f"live_prometheus: FAILED: {failure}", file=sys.stderr)
     if not failures:
-        subprocess.run(["rm", "-rf", work], check=False)
+        shutil.rmtree(work, ignore_errors=True)
         log("all checks passed")
     return 1 if failures else 0
 
