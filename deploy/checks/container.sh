@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the container image and runs it here, with no registry and no Docker
 # daemon (called by scripts/check-deploy):
-#   1. a static binary (glibc, +crt-static) is built on the host with cargo;
+#   1. a static binary (glibc, +crt-static; or $STATIC_TARGET) is built on the
+#      host with cargo;
 #   2. the Dockerfile's final stage is built with buildah from a context that
 #      holds that binary and the host's CA bundle (BINARY_SOURCE=prebuilt,
 #      FROM scratch only: nothing is pulled);
@@ -18,7 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 MAX_BYTES=${MAX_IMAGE_BYTES:-20000000}   # 20 MB
-TRIPLE=x86_64-unknown-linux-gnu
+# glibc by default (no extra toolchain needed); STATIC_TARGET=x86_64-unknown-linux-musl
+# builds what the Dockerfile's `build` stage builds, where that target is installed.
+TRIPLE=${STATIC_TARGET:-x86_64-unknown-linux-gnu}
 TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 BINARY=$TARGET_DIR/$TRIPLE/release/throttle-governor
 IMAGE=localhost/throttle-governor:check
