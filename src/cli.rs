@@ -66,6 +66,11 @@ counters, decides, and writes any movement off the read loop.
 The controller serves /metrics, /healthz, /readyz and /api/v1/targets on
 [server] listen. Logs go to stderr; RUST_LOG overrides the level.
 
+On SIGHUP, or when the config file changes, the new config is validated and
+applied without a restart: added targets start, removed ones stop with their
+on_exit, changed ones keep their governor state. An invalid config is
+rejected and the running one stays in effect.
+
 Examples:
   throttle-governor check --config config/example.toml
   throttle-governor run --config config/example.toml
@@ -147,6 +152,10 @@ pub struct RunArgs {
     /// On exit, write the capacity report as self-contained HTML here.
     #[arg(long, value_name = "PATH")]
     pub report_html: Option<PathBuf>,
+    /// How often to check the config file for changes (hot reload); `0s`
+    /// reloads on SIGHUP only.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub config_poll: Duration,
 }
 
 /// Arguments of `check`.

@@ -28,6 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
+use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError, Params};
 
 /// The whole config file.
@@ -46,14 +47,34 @@ pub struct ServerConfig {
     /// Address for `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Keeps each target's congestion memory (`last_bad`, streak) across
+    /// restarts of the controller; written atomically after every change.
+    pub state_file: Option<std::path::PathBuf>,
+    /// The push endpoint's guards (`kind = "push"` signals).
+    #[serde(default)]
+    pub push: crate::signal::push::PushServerConfig,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: default_listen(),
+            state_file: None,
+            push: Default::default(),
         }
     }
+}
+
+/// What to do after `signal_loss_windows` consecutive windows without a
+/// valid signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnSignalLoss {
+    /// Keep the committed offer.
+    Hold,
+    /// Write the floor: the governor assumes the most fragile target.
+    #[default]
+    Floor,
 }
 
 fn default_listen() -> SocketAddr {
@@ -101,10 +122,27 @@ pub struct TargetConfig {
     /// What to write on shutdown.
     #[serde(default)]
     pub on_exit: OnExit,
+    /// Consecutive windows without a valid signal before `on_signal_loss`.
+    #[serde(default = "default_signal_loss_windows")]
+    pub signal_loss_windows: u32,
+    /// What to do when the signal is lost.
+    #[serde(default)]
+    pub on_signal_loss: OnSignalLoss,
     /// Where counters come from.
     pub signal: SignalConfig,
     /// Where offers go.
     pub control: ControlConfig,
+    /// Several load-generator instances governed as one (see [`crate::group`]);
+    /// `signal` and `control` are then templates (`{{address}}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<crate::group::InstanceConfig>,
+    /// Discovery and tuning of a target group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::group::GroupConfig>,
+}
+
+fn default_signal_loss_windows() -> u32 {
+    3
 }
 
 fn default_window() -> Duration {
@@ -112,6 +150,11 @@ fn default_window() -> Duration {
 }
 
 impl TargetConfig {
+    /// The window when none is configured.
+    pub fn default_window() -> Duration {
+        default_window()
+    }
+
     /// The governor parameters (validated by [`Config::validate`]).
     pub fn params(&self) -> Result<Params, Vec<ParamError>> {
         Params::new(
@@ -130,16 +173,111 @@ impl TargetConfig {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum SignalConfig {
     /// Scrape a Prometheus (or OpenMetrics) text endpoint.
-    Prometheus(PrometheusSignalConfig),
+    Prometheus(Box<PrometheusSignalConfig>),
+    /// Locust's web UI: `GET /stats/requests`, the "Aggregated" entry.
+    Locust(LocustSignalConfig),
+    /// k6's REST API: `GET /v1/metrics/http_reqs` and a failure metric.
+    K6(K6SignalConfig),
+    /// Goose's WebSocket controller: `metrics-json`.
+    Goose(GooseSignalConfig),
+    /// Instant queries against a Prometheus-compatible HTTP API.
+    Promql(crate::signal::promql::PromqlSignalConfig),
+    /// Prometheus text pushed to the controller, Pushgateway-style.
+    Push(crate::signal::push::PushSignalConfig),
 }
 
 impl SignalConfig {
+    /// The TLS settings, when the kind talks HTTP(S).
+    pub fn tls(&self) -> Option<&TlsConfig> {
+        match self {
+            SignalConfig::Prometheus(p) => Some(&p.tls),
+            // The tool adapters build their own requests without TLS options.
+            _ => None,
+        }
+    }
+
     /// The config spelling of the kind.
     pub fn kind(&self) -> &'static str {
         match self {
             SignalConfig::Prometheus(_) => "prometheus",
+            SignalConfig::Locust(_) => "locust",
+            SignalConfig::K6(_) => "k6",
+            SignalConfig::Goose(_) => "goose",
+            SignalConfig::Promql(_) => "promql",
+            SignalConfig::Push(_) => "push",
         }
     }
+
+    /// Fills the defaults that depend on the target's window (a PromQL
+    /// `{{window}}`, `max_age`).
+    pub fn resolve_window(&mut self, window: Duration) {
+        match self {
+            SignalConfig::Promql(q) => q.resolve(window),
+            SignalConfig::Push(p) => p.resolve(window),
+            _ => {}
+        }
+    }
+
+    /// Whether the signal also reports the committed offer (so that a
+    /// generic `http` control may confirm writes without a read-back).
+    pub fn has_offer(&self) -> bool {
+        match self {
+            SignalConfig::Prometheus(p) => p.offer.is_some(),
+            // `user_count` rides along in the same stats response.
+            SignalConfig::Locust(_) => true,
+            SignalConfig::K6(_) | SignalConfig::Goose(_) => false,
+            SignalConfig::Promql(_) | SignalConfig::Push(_) => false,
+        }
+    }
+}
+
+/// `kind = "locust"`: Locust 2.x started with its web UI (not `--headless`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocustSignalConfig {
+    /// The web UI's base URL, e.g. `http://127.0.0.1:8089`.
+    pub url: String,
+    /// Timeout of one stats read.
+    #[serde(
+        default = "default_signal_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+}
+
+/// `kind = "k6"`: k6 1.x with its REST API (`--address`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct K6SignalConfig {
+    /// The REST API's base URL, e.g. `http://127.0.0.1:6565`.
+    pub url: String,
+    /// A counter metric the script adds to on every failed attempt (exact).
+    /// Without it, failures are `http_req_failed` rate × `http_reqs` count
+    /// (approximate).
+    pub failures: Option<String>,
+    /// Timeout of one read (both metrics are read concurrently).
+    #[serde(
+        default = "default_signal_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+}
+
+/// `kind = "goose"`: a Goose load test started with `--websocket`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GooseSignalConfig {
+    /// The WebSocket controller, e.g. `ws://127.0.0.1:5117`.
+    pub url: String,
+    /// Timeout of one request (connect, send, answer).
+    #[serde(
+        default = "default_signal_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
 }
 
 /// `kind = "prometheus"`
@@ -163,9 +301,29 @@ pub struct PrometheusSignalConfig {
         serialize_with = "ser_duration"
     )]
     pub timeout: Duration,
-    /// Extra request headers.
+    /// Extra request headers (no credentials: use `auth`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Credentials, read from files or environment variables.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// TLS: custom CA bundle and client certificate.
+    #[serde(default)]
+    pub tls: TlsConfig,
+    /// Largest scrape body accepted; larger ones are refused and counted.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Most samples accepted in one scrape.
+    #[serde(default = "default_max_samples")]
+    pub max_samples: usize,
+}
+
+fn default_max_body_bytes() -> usize {
+    crate::signal::http::DEFAULT_MAX_BODY_BYTES
+}
+
+fn default_max_samples() -> usize {
+    1_000_000
 }
 
 fn default_signal_timeout() -> Duration {
@@ -177,16 +335,109 @@ fn default_signal_timeout() -> Duration {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ControlConfig {
     /// A templated HTTP request.
-    Http(HttpControlConfig),
+    Http(Box<HttpControlConfig>),
+    /// Locust's web UI: `POST /swarm`, read back from `/stats/requests`.
+    Locust(LocustControlConfig),
+    /// k6's REST API: `PATCH /v1/status`, read back from `GET /v1/status`.
+    K6(ToolControlConfig),
+    /// Goose's WebSocket controller: `users N`, read back from `config-json`.
+    Goose(ToolControlConfig),
 }
 
 impl ControlConfig {
+    /// The TLS settings, when the kind talks HTTP(S).
+    pub fn tls(&self) -> Option<&TlsConfig> {
+        match self {
+            ControlConfig::Http(h) => Some(&h.tls),
+            _ => None,
+        }
+    }
+
     /// The config spelling of the kind.
     pub fn kind(&self) -> &'static str {
         match self {
             ControlConfig::Http(_) => "http",
+            ControlConfig::Locust(_) => "locust",
+            ControlConfig::K6(_) => "k6",
+            ControlConfig::Goose(_) => "goose",
         }
     }
+}
+
+/// `kind = "locust"` control.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocustControlConfig {
+    /// The web UI's base URL, e.g. `http://127.0.0.1:8089`.
+    pub url: String,
+    /// Users started (or stopped) per second. Default: fast enough to reach
+    /// the new count within about one window.
+    pub spawn_rate: Option<f64>,
+    /// Timeout of one request.
+    #[serde(
+        default = "default_control_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+    /// Read-backs tried before a write counts as unconfirmed. Locust reports
+    /// the users actually running (they ramp at `spawn_rate`) through a
+    /// stats response cached for 2 s, so confirming takes a few seconds.
+    #[serde(default = "default_locust_confirm_attempts")]
+    pub confirm_attempts: u32,
+    /// Pause between read-backs while confirming.
+    #[serde(
+        default = "default_locust_confirm_interval",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub confirm_interval: Duration,
+    /// Writes tried before a failed or unconfirmed write is reported.
+    #[serde(default = "default_write_attempts")]
+    pub write_attempts: u32,
+}
+
+fn default_locust_confirm_attempts() -> u32 {
+    20
+}
+fn default_locust_confirm_interval() -> Duration {
+    Duration::from_millis(500)
+}
+
+/// `kind = "k6"` and `kind = "goose"` controls: the tool's own API.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolControlConfig {
+    /// The API's base URL: `http://127.0.0.1:6565` (k6),
+    /// `ws://127.0.0.1:5117` (Goose).
+    pub url: String,
+    /// Timeout of one request.
+    #[serde(
+        default = "default_control_timeout",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub timeout: Duration,
+    /// Read-backs tried before a write counts as unconfirmed.
+    #[serde(default = "default_tool_confirm_attempts")]
+    pub confirm_attempts: u32,
+    /// Pause between read-backs while confirming.
+    #[serde(
+        default = "default_tool_confirm_interval",
+        deserialize_with = "de_duration",
+        serialize_with = "ser_duration"
+    )]
+    pub confirm_interval: Duration,
+    /// Writes tried before a failed or unconfirmed write is reported.
+    #[serde(default = "default_write_attempts")]
+    pub write_attempts: u32,
+}
+
+fn default_tool_confirm_attempts() -> u32 {
+    10
+}
+fn default_tool_confirm_interval() -> Duration {
+    Duration::from_millis(200)
 }
 
 /// `kind = "http"`
@@ -211,9 +462,15 @@ pub struct HttpControlConfig {
         serialize_with = "ser_duration"
     )]
     pub timeout: Duration,
-    /// Extra request headers.
+    /// Extra request headers (no credentials: use `auth`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Credentials for the write and the read-back.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// TLS for the write and the read-back.
+    #[serde(default)]
+    pub tls: TlsConfig,
     /// How the committed offer is read back; without it, `signal.offer`.
     pub read_back: Option<ReadBackConfig>,
     /// Read-backs tried before a write counts as unconfirmed.
@@ -395,6 +652,9 @@ impl Config {
                 reason: "no [[targets]] given: nothing to govern".into(),
             });
         }
+        for t in &mut targets {
+            t.resolve_window();
+        }
         let config = Config { server, targets };
         errors.extend(config.validate());
         if errors.is_empty() {
@@ -408,6 +668,13 @@ impl Config {
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
         let mut names = HashSet::new();
+        for (field, reason) in self.server.push.problems() {
+            errors.push(FieldError {
+                target: None,
+                field: format!("server.push.{field}"),
+                reason,
+            });
+        }
         for t in &self.targets {
             let mut err = |field: &str, reason: String| {
                 errors.push(FieldError {
@@ -429,7 +696,26 @@ impl Config {
             if t.window.is_zero() {
                 err("window", "must be longer than 0s, e.g. \"2s\"".into());
             }
-            let SignalConfig::Prometheus(s) = &t.signal;
+            if t.signal_loss_windows == 0 {
+                err("signal_loss_windows", "must be at least 1".into());
+            }
+            if t.is_group() {
+                for (field, reason) in crate::group::problems(t) {
+                    err(&field, reason);
+                }
+                continue;
+            }
+            check_adapters(&mut err, t);
+            let SignalConfig::Prometheus(s) = &t.signal else {
+                if matches!(t.signal, SignalConfig::Promql(_) | SignalConfig::Push(_)) {
+                    check_other_signal(t, &mut err);
+                } else if let ControlConfig::Http(c) = &t.control {
+                    // A tool adapter's signal (checked above); a generic
+                    // http control may still pair with it.
+                    check_http_control(&mut err, c, t.signal.has_offer());
+                }
+                continue;
+            };
             check_url(&mut err, "signal.url", &s.url);
             match (&s.attempts, &s.successes) {
                 (None, None) => err(
@@ -457,50 +743,210 @@ impl Config {
             if s.timeout.is_zero() {
                 err("signal.timeout", "must be longer than 0s".into());
             }
-            let ControlConfig::Http(c) = &t.control;
-            check_url(&mut err, "control.url", &c.url.replace("{{value}}", "1"));
-            if reqwest::Method::from_bytes(c.method.as_bytes()).is_err() {
+            if s.max_body_bytes == 0 || s.max_samples == 0 {
                 err(
-                    "control.method",
-                    format!("`{}` is not an HTTP method", c.method),
+                    "signal.max_body_bytes",
+                    "limits must be greater than 0".into(),
                 );
             }
-            if c.timeout.is_zero() {
-                err("control.timeout", "must be longer than 0s".into());
-            }
-            if c.confirm_attempts == 0 {
-                err("control.confirm_attempts", "must be at least 1".into());
-            }
-            if c.write_attempts == 0 {
-                err("control.write_attempts", "must be at least 1".into());
-            }
-            match &c.read_back {
-                Some(rb) => {
-                    check_url(&mut err, "control.read_back.url", &rb.url);
-                    if !(rb.json_pointer.is_empty() || rb.json_pointer.starts_with('/')) {
-                        err(
-                            "control.read_back.json_pointer",
-                            format!(
-                                "`{}` is not an RFC 6901 pointer; it must start with `/`, e.g. \"/workers\"",
-                                rb.json_pointer
-                            ),
-                        );
-                    }
-                }
-                None if s.offer.is_none() => err(
-                    "control.read_back",
-                    "writes must be confirmed: give [targets.control.read_back] or `signal.offer`"
-                        .into(),
-                ),
-                None => {}
-            }
+            check_secrets(&mut err, "signal", &s.auth, &s.tls, &s.headers);
+            let ControlConfig::Http(c) = &t.control else {
+                continue; // A tool adapter's control (checked above).
+            };
+            check_http_control(&mut err, c, s.offer.is_some());
         }
         errors
     }
 }
 
+/// Credentials must come from files or the environment, never inline.
+fn check_secrets(
+    err: &mut impl FnMut(&str, String),
+    prefix: &str,
+    auth: &AuthConfig,
+    tls: &TlsConfig,
+    headers: &BTreeMap<String, String>,
+) {
+    if let Err(e) = Credentials::resolve(auth) {
+        err(&format!("{prefix}.auth"), e.to_string());
+    }
+    if !tls.is_empty() {
+        if let Err(e) = crate::auth::apply_tls(reqwest::Client::builder(), tls) {
+            err(&format!("{prefix}.tls"), e.to_string());
+        }
+    }
+    for name in headers.keys() {
+        let lower = name.to_ascii_lowercase();
+        if lower == "authorization" || lower == "proxy-authorization" || lower == "cookie" {
+            err(
+                &format!("{prefix}.headers"),
+                format!("`{name}` carries a credential; put it in `{prefix}.auth` (bearer_token_file/_env or username + password_file/_env) so it is never inline"),
+            );
+        }
+    }
+}
+
+/// The generic `http` control's checks; `signal_offer` says whether the
+/// signal can confirm writes when there is no read-back.
+fn check_http_control(
+    err: &mut impl FnMut(&str, String),
+    c: &HttpControlConfig,
+    signal_offer: bool,
+) {
+    check_url(err, "control.url", &c.url.replace("{{value}}", "1"));
+    if reqwest::Method::from_bytes(c.method.as_bytes()).is_err() {
+        err(
+            "control.method",
+            format!("`{}` is not an HTTP method", c.method),
+        );
+    }
+    if c.timeout.is_zero() {
+        err("control.timeout", "must be longer than 0s".into());
+    }
+    if c.confirm_attempts == 0 {
+        err("control.confirm_attempts", "must be at least 1".into());
+    }
+    if c.write_attempts == 0 {
+        err("control.write_attempts", "must be at least 1".into());
+    }
+    match &c.read_back {
+        Some(rb) => {
+            check_url(err, "control.read_back.url", &rb.url);
+            if !(rb.json_pointer.is_empty() || rb.json_pointer.starts_with('/')) {
+                err(
+                    "control.read_back.json_pointer",
+                    format!(
+                        "`{}` is not an RFC 6901 pointer; it must start with `/`, e.g. \"/workers\"",
+                        rb.json_pointer
+                    ),
+                );
+            }
+        }
+        None if !signal_offer => err(
+            "control.read_back",
+            "writes must be confirmed: give [targets.control.read_back] or `signal.offer`".into(),
+        ),
+        None => {}
+    }
+}
+
+/// Checks of the tool adapters (`locust`, `k6`, `goose`) on either side.
+fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
+    let tool_knob = |err: &mut dyn FnMut(&str, String), tool: &str, what: &str| {
+        if t.knob != Control::Concurrency {
+            err(
+                "knob",
+                format!(
+                    "{tool} is governed by its {what}, a concurrency: use knob = \"concurrency\""
+                ),
+            );
+        }
+    };
+    match &t.signal {
+        SignalConfig::Prometheus(_) | SignalConfig::Promql(_) | SignalConfig::Push(_) => {}
+        SignalConfig::Locust(l) => {
+            check_url(err, "signal.url", &l.url);
+            positive(err, "signal.timeout", l.timeout);
+            if t.window < crate::adapters::locust::STATS_CACHE {
+                err(
+                    "window",
+                    format!(
+                        "Locust caches /stats/requests for {:?}: a window shorter than that reads the same numbers twice; use \"3s\" or more",
+                        crate::adapters::locust::STATS_CACHE
+                    ),
+                );
+            }
+        }
+        SignalConfig::K6(k) => {
+            check_url(err, "signal.url", &k.url);
+            positive(err, "signal.timeout", k.timeout);
+            if let Some(name) = &k.failures {
+                if !crate::adapters::k6::is_metric_name(name) {
+                    err(
+                        "signal.failures",
+                        format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
+                    );
+                }
+            }
+        }
+        SignalConfig::Goose(g) => {
+            check_ws_url(err, "signal.url", &g.url);
+            positive(err, "signal.timeout", g.timeout);
+        }
+    }
+    match &t.control {
+        ControlConfig::Http(_) => {}
+        ControlConfig::Locust(l) => {
+            tool_knob(err, "Locust", "user count");
+            check_url(err, "control.url", &l.url);
+            positive(err, "control.timeout", l.timeout);
+            attempts(err, l.confirm_attempts, l.write_attempts);
+            if let Some(r) = l.spawn_rate {
+                if !(r.is_finite() && r > 0.0) {
+                    err(
+                        "control.spawn_rate",
+                        format!("{r} is not a positive number of users per second"),
+                    );
+                }
+            }
+        }
+        ControlConfig::K6(k) => {
+            tool_knob(err, "k6", "VU count");
+            check_url(err, "control.url", &k.url);
+            positive(err, "control.timeout", k.timeout);
+            attempts(err, k.confirm_attempts, k.write_attempts);
+        }
+        ControlConfig::Goose(g) => {
+            tool_knob(err, "Goose", "user count");
+            check_ws_url(err, "control.url", &g.url);
+            positive(err, "control.timeout", g.timeout);
+            attempts(err, g.confirm_attempts, g.write_attempts);
+            let max = crate::adapters::goose::MAX_USERS as f64;
+            if t.ceiling.is_some_and(|c| c > max) {
+                err(
+                    "ceiling",
+                    format!("Goose accepts at most {max} users; lower the ceiling"),
+                );
+            }
+        }
+    }
+}
+
+fn positive(err: &mut impl FnMut(&str, String), field: &str, d: Duration) {
+    if d.is_zero() {
+        err(field, "must be longer than 0s".into());
+    }
+}
+
+fn attempts(err: &mut impl FnMut(&str, String), confirm: u32, write: u32) {
+    if confirm == 0 {
+        err("control.confirm_attempts", "must be at least 1".into());
+    }
+    if write == 0 {
+        err("control.write_attempts", "must be at least 1".into());
+    }
+}
+
+fn check_ws_url(err: &mut impl FnMut(&str, String), field: &str, url: &str) {
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.scheme() == "ws" => {}
+        Ok(u) => err(
+            field,
+            format!(
+                "scheme `{}` is not supported; Goose's controller speaks plain WebSocket: ws://127.0.0.1:5117",
+                u.scheme()
+            ),
+        ),
+        Err(e) => err(field, format!("`{url}` is not a URL: {e}")),
+    }
+}
+
 fn check_url(err: &mut impl FnMut(&str, String), field: &str, url: &str) {
     match reqwest::Url::parse(url) {
+        Ok(u) if !u.username().is_empty() || u.password().is_some() => err(
+            field,
+            "credentials in the URL are not allowed (they would be logged); use `auth` with a password file or environment variable".into(),
+        ),
         Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
         Ok(u) => err(
             field,
@@ -520,7 +966,7 @@ fn param_field(e: &ParamError) -> &'static str {
         }
         ParamError::HighOutOfRange(_) => "high",
         ParamError::LowOutOfRange { .. } => "low",
-        ParamError::FloorAboveCeiling { .. } => "floor",
+        ParamError::FloorAboveCeiling { .. } | ParamError::ZeroFloor => "floor",
         ParamError::StartOutOfRange { .. } => "start",
         ParamError::CeilingRequired => "ceiling",
     }
@@ -557,18 +1003,64 @@ pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error
     })
 }
 
-fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+/// Deserializes an optional humantime duration (present means `Some`).
+pub fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     de_duration(d).map(Some)
 }
 
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes a duration as a humantime string.
+pub fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&humantime::format_duration(*d).to_string())
 }
 
-fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes an optional duration as a humantime string.
+pub fn ser_opt_duration<S: serde::Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => ser_duration(d, s),
         None => s.serialize_none(),
+    }
+}
+
+impl TargetConfig {
+    /// Resolves the window-dependent signal defaults of the target and of
+    /// its instances.
+    pub fn resolve_window(&mut self) {
+        let window = self.window;
+        self.signal.resolve_window(window);
+        for i in &mut self.instances {
+            if let Some(s) = &mut i.signal {
+                s.resolve_window(window);
+            }
+        }
+    }
+}
+
+/// Checks a target whose signal is not a scrape (`promql`, `push`): the
+/// signal's own rules, then the control, which must confirm writes through
+/// its own read-back because these signals carry no offer gauge.
+fn check_other_signal(t: &TargetConfig, err: &mut impl FnMut(&str, String)) {
+    let problems = match &t.signal {
+        SignalConfig::Promql(q) => {
+            check_url(err, "signal.url", &q.url);
+            q.problems()
+        }
+        SignalConfig::Push(p) => p.problems(),
+        _ => Vec::new(),
+    };
+    for (field, reason) in problems {
+        err(&format!("signal.{field}"), reason);
+    }
+    check_control(&t.control, false, err);
+}
+
+/// The control's rules; `has_offer` says whether the signal can confirm writes.
+fn check_control(control: &ControlConfig, has_offer: bool, err: &mut impl FnMut(&str, String)) {
+    // The tool adapters' controls are checked by `check_adapters`.
+    if let ControlConfig::Http(c) = control {
+        check_http_control(err, c, has_offer);
     }
 }
 
@@ -613,7 +1105,9 @@ json_pointer = "/workers"
         assert_eq!(p.start, 1.0);
         assert!((p.low - 0.01).abs() < 1e-12);
         assert_eq!(t.on_exit, OnExit::Leave);
-        let ControlConfig::Http(h) = &t.control;
+        let ControlConfig::Http(h) = &t.control else {
+            panic!("expected http")
+        };
         assert_eq!(h.method, "PUT");
         assert_eq!(h.content_type, "application/json");
     }
@@ -678,6 +1172,69 @@ json_pointer = "/workers"
         let bad = GOOD.replace("window = \"500ms\"", "window = \"2\"");
         let err = Config::parse(&bad).unwrap_err().to_string();
         assert!(err.contains("unit"), "{err}");
+    }
+
+    #[test]
+    fn shipped_tool_configs_parse() {
+        for (file, kind) in [
+            ("locust.toml", "locust"),
+            ("k6.toml", "k6"),
+            ("goose.toml", "goose"),
+        ] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("config")
+                .join(file);
+            let c = Config::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(c.targets[0].signal.kind(), kind);
+            assert_eq!(c.targets[0].control.kind(), kind);
+        }
+    }
+
+    #[test]
+    fn adapter_configs_are_checked() {
+        let base = |signal: &str, control: &str, extra: &str| {
+            format!(
+                "[[targets]]\nname = \"t\"\nknob = \"concurrency\"\nceiling = 10\nfloor = 1\nhigh = 0.05\nwindow = \"3s\"\n{extra}\n[targets.signal]\n{signal}\n[targets.control]\n{control}\n"
+            )
+        };
+        // Locust: window below the stats cache, bad spawn rate, rate knob.
+        let text = base(
+            "kind = \"locust\"\nurl = \"http://h:8089\"",
+            "kind = \"locust\"\nurl = \"http://h:8089\"\nspawn_rate = 0",
+            "",
+        )
+        .replace("window = \"3s\"", "window = \"1s\"")
+        .replace("knob = \"concurrency\"", "knob = \"rate\"");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        for field in ["targets[t].window", "control.spawn_rate", "targets[t].knob"] {
+            assert!(err.contains(field), "{field} missing in {err}");
+        }
+        // k6: bad metric name; Goose: not a ws:// URL, ceiling above Goose's max.
+        let text = base(
+            "kind = \"k6\"\nurl = \"http://h:6565\"\nfailures = \"failed-attempts\"",
+            "kind = \"goose\"\nurl = \"http://h:5117\"",
+            "",
+        )
+        .replace("ceiling = 10", "ceiling = 200000");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        for field in ["signal.failures", "control.url", "targets[t].ceiling"] {
+            assert!(err.contains(field), "{field} missing in {err}");
+        }
+        // Mixed: a Locust signal confirms a generic http control (user_count).
+        let text = base(
+            "kind = \"locust\"\nurl = \"http://h:8089\"",
+            "kind = \"http\"\nurl = \"http://h:9000/users\"",
+            "",
+        );
+        Config::parse(&text).unwrap();
+        // ...but a k6 signal has no offer, so http needs a read_back.
+        let text = base(
+            "kind = \"k6\"\nurl = \"http://h:6565\"",
+            "kind = \"http\"\nurl = \"http://h:9000/users\"",
+            "",
+        );
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("control.read_back"), "{err}");
     }
 
     #[test]

@@ -329,6 +329,10 @@ pub enum ParamError {
         /// The value given.
         value: f64,
     },
+    /// A floor of zero: at an offer of 0 there is no traffic, so no window
+    /// could ever show that the target recovered.
+    #[error("`floor` must be greater than 0: at an offer of 0 there is no traffic, so the governor could never see the target recover")]
+    ZeroFloor,
     /// `ceiling` missing for concurrency.
     #[error("`ceiling` is required for control = \"concurrency\" (the authored concurrency)")]
     CeilingRequired,
@@ -389,6 +393,9 @@ impl Params {
                 f64::NAN
             }
         };
+        if floor_ok && floor == 0.0 {
+            errors.push(ParamError::ZeroFloor);
+        }
         if high_ok && !(high > 0.0 && high < 1.0) {
             errors.push(ParamError::HighOutOfRange(high));
         }

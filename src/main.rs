@@ -100,10 +100,19 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         windows: args.steady_windows,
         band: args.steady_band,
     };
+    let reports = args.report_json.is_some() || args.report_html.is_some();
+    let history_limit = if reports {
+        throttle_governor::telemetry::HISTORY_LIMIT
+    } else {
+        args.steady_windows
+            .max(throttle_governor::telemetry::SHORT_HISTORY)
+    };
     let running = supervisor::start(
         &config,
         RunOptions {
             dry_run: args.dry_run,
+            history_limit,
+            ..Default::default()
         },
         None,
     )
@@ -114,6 +123,13 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         supervisor::shutdown_signal().await;
         c.cancel();
     });
+    // Hot reload on SIGHUP or when the file changes.
+    tokio::spawn(throttle_governor::reload::watch(
+        args.config.clone(),
+        running.reloader(),
+        (!args.config_poll.is_zero()).then_some(args.config_poll),
+        cancel.clone(),
+    ));
     let stop = StopWhen {
         steady: args.until_steady.then_some(rule),
         after: args.max_duration,

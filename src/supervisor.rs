@@ -18,14 +18,30 @@ use crate::config::Config;
 use crate::control::Actuator;
 use crate::report::{self, Report, SteadyRule, TargetReport};
 use crate::signal::Source;
+use crate::state::StateStore;
 use crate::target::TargetTask;
 use crate::telemetry::{server, Telemetry};
 
 /// Options of `run` beyond the config file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Read and decide, never write.
     pub dry_run: bool,
+    /// Windows of history kept per target (for reports and steadiness).
+    pub history_limit: usize,
+    /// Where congestion memory is kept across restarts (opened from
+    /// `[server] state_file` by [`start`]).
+    pub state: Option<Arc<StateStore>>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            dry_run: false,
+            history_limit: crate::telemetry::HISTORY_LIMIT,
+            state: None,
+        }
+    }
 }
 
 /// Why the controller could not start.
@@ -42,6 +58,12 @@ pub enum SupervisorError {
         /// What went wrong.
         reason: String,
     },
+    /// The state file could not be read.
+    #[error("{0}")]
+    State(String),
+    /// The push endpoint's settings could not be applied.
+    #[error("server.push: {0}")]
+    Push(String),
     /// The telemetry listener could not be bound.
     #[error(
         "cannot listen on {addr}: {source} (is another process using it? set [server] listen)"
@@ -58,6 +80,26 @@ pub enum SupervisorError {
 /// The shared HTTP client: pooled connections, a connect timeout, and no
 /// redirects to other hosts.
 pub fn http_client() -> Result<reqwest::Client, SupervisorError> {
+    client_builder()
+        .build()
+        .map_err(|e| SupervisorError::Client(e.to_string()))
+}
+
+/// A client for a TLS config: the shared one when it is empty.
+pub fn client_for(
+    shared: &reqwest::Client,
+    tls: &crate::auth::TlsConfig,
+) -> Result<reqwest::Client, String> {
+    if tls.is_empty() {
+        return Ok(shared.clone());
+    }
+    crate::auth::apply_tls(client_builder(), tls)
+        .map_err(|e| format!("tls: {e}"))?
+        .build()
+        .map_err(|e| format!("tls: {e}"))
+}
+
+fn client_builder() -> reqwest::ClientBuilder {
     let policy = reqwest::redirect::Policy::custom(|attempt| {
         let same_host = attempt
             .previous()
@@ -75,8 +117,6 @@ pub fn http_client() -> Result<reqwest::Client, SupervisorError> {
         .redirect(policy)
         .pool_idle_timeout(Duration::from_secs(30))
         .user_agent(concat!("throttle-governor/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| SupervisorError::Client(e.to_string()))
 }
 
 /// Builds the task of every target.
@@ -88,6 +128,9 @@ pub fn build_tasks(
     let client = http_client()?;
     let mut tasks = Vec::new();
     for t in &config.targets {
+        if t.is_group() {
+            continue; // built by crate::group
+        }
         let err = |reason: String| SupervisorError::Target {
             target: t.name.clone(),
             reason,
@@ -99,9 +142,15 @@ pub fn build_tasks(
                 .collect::<Vec<_>>()
                 .join("; "))
         })?;
-        let source = Source::new(&t.signal, client.clone()).map_err(err)?;
-        let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, client.clone())
-            .map_err(|e| err(e.to_string()))?;
+        let no_tls = crate::auth::TlsConfig::default();
+        let signal_client = client_for(&client, t.signal.tls().unwrap_or(&no_tls)).map_err(&err)?;
+        let control_client =
+            client_for(&client, t.control.tls().unwrap_or(&no_tls)).map_err(&err)?;
+        let source = Source::new(&t.signal, signal_client).map_err(&err)?;
+        source.attach_push(&telemetry.push);
+        let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, control_client)
+            .map_err(|e| err(e.to_string()))?
+            .with_window(t.window);
         tasks.push(TargetTask {
             config: t.clone(),
             params,
@@ -109,6 +158,8 @@ pub fn build_tasks(
             actuator,
             telemetry: telemetry.clone(),
             dry_run: opts.dry_run,
+            state: opts.state.clone(),
+            lifecycle: Default::default(),
         });
     }
     Ok(tasks)
@@ -124,6 +175,8 @@ pub struct Running {
     targets: JoinSet<()>,
     server: tokio::task::JoinHandle<()>,
     server_cancel: CancellationToken,
+    state: Option<Arc<StateStore>>,
+    roster: crate::reload::Roster,
 }
 
 /// Starts the server and every target; returns at once.
@@ -132,8 +185,22 @@ pub async fn start(
     opts: RunOptions,
     listener: Option<tokio::net::TcpListener>,
 ) -> Result<Running, SupervisorError> {
-    let telemetry = Arc::new(Telemetry::default());
+    let telemetry = Arc::new(Telemetry::with_history(opts.history_limit));
+    let mut opts = opts;
+    if opts.state.is_none() {
+        if let Some(path) = &config.server.state_file {
+            opts.state = Some(Arc::new(
+                StateStore::open(path).map_err(|e| SupervisorError::State(e.to_string()))?,
+            ));
+        }
+    }
+    let state = opts.state.clone();
     let tasks = build_tasks(config, &telemetry, &opts)?;
+    let groups = crate::reload::Unit::build_groups(config, &telemetry, &opts)?;
+    telemetry
+        .push
+        .configure(&config.server.push)
+        .map_err(SupervisorError::Push)?;
     let listener = match listener {
         Some(l) => l,
         None => tokio::net::TcpListener::bind(config.server.listen)
@@ -157,11 +224,30 @@ pub async fn start(
             warn!(error = %e, "Telemetry server stopped");
         }
     });
-    info!(%addr, targets = tasks.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
+    info!(%addr, targets = tasks.len() + groups.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
     let cancel = CancellationToken::new();
-    let mut targets = JoinSet::new();
-    for task in tasks {
-        targets.spawn(task.run(cancel.child_token()));
+    let targets = JoinSet::new();
+    let units = tasks
+        .into_iter()
+        .map(|t| crate::reload::Unit::Single(Box::new(t)))
+        .chain(groups)
+        .collect();
+    let roster =
+        crate::reload::Roster::start(config, units, &cancel, telemetry.clone(), opts.clone());
+    if let Some(store) = state.clone() {
+        let token = cancel.child_token();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                if let Err(e) = store.flush() {
+                    warn!(error = %e, "Cannot write the state file");
+                }
+            }
+        });
     }
     Ok(Running {
         telemetry,
@@ -170,6 +256,8 @@ pub async fn start(
         targets,
         server,
         server_cancel,
+        state,
+        roster,
     })
 }
 
@@ -228,6 +316,20 @@ impl Running {
         report_from(&self.telemetry, rule)
     }
 
+    /// Applies a new, validated config (see [`crate::reload`]); on error
+    /// the running config stays in effect.
+    pub async fn reload(
+        &self,
+        config: Config,
+    ) -> Result<crate::reload::ReloadSummary, crate::reload::ReloadError> {
+        self.roster.reload(config).await
+    }
+
+    /// The handle [`crate::reload::watch`] reloads through.
+    pub fn reloader(&self) -> crate::reload::Roster {
+        self.roster.clone()
+    }
+
     /// A token that stops every target when cancelled.
     pub fn cancel_token(&self) -> CancellationToken {
         self.cancel.clone()
@@ -241,6 +343,12 @@ impl Running {
             warn!("Targets did not stop within {grace:?}; aborting them");
             self.targets.abort_all();
             while self.targets.join_next().await.is_some() {}
+        }
+        self.roster.drain(grace).await;
+        if let Some(store) = &self.state {
+            if let Err(e) = store.flush() {
+                warn!(error = %e, "Cannot write the state file");
+            }
         }
         self.server_cancel.cancel();
         let _ = tokio::time::timeout(server::SHUTDOWN_GRACE, &mut self.server).await;

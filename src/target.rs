@@ -22,10 +22,11 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, warn, Instrument};
 
-use crate::config::{OnExit, TargetConfig};
+use crate::config::{OnExit, OnSignalLoss, TargetConfig};
 use crate::control::{Actuator, ControlError, WriteOutcome};
 use crate::governor::{HoldReason, Outcome, Params, ThrottleGovernor};
 use crate::signal::Source;
+use crate::state::{Memory, StateStore};
 use crate::telemetry::logging::{log_memory_clear, log_movement, offer};
 use crate::telemetry::metrics::{label, DecisionLabels, ErrorLabels, WriteLabels};
 use crate::telemetry::{lock, TargetStatus, Telemetry, WindowRecord};
@@ -44,6 +45,17 @@ pub struct TargetTask {
     pub telemetry: Arc<Telemetry>,
     /// Read and decide, never write.
     pub dry_run: bool,
+    /// Where congestion memory is kept across restarts, if anywhere.
+    pub state: Option<Arc<StateStore>>,
+    /// Resume and handover on a config reload.
+    pub lifecycle: crate::reload::Lifecycle,
+}
+
+/// Consecutive windows without a valid signal.
+#[derive(Debug, Default)]
+struct SignalLoss {
+    invalid: u32,
+    lost: bool,
 }
 
 /// Shared between the loop and its writer task.
@@ -87,9 +99,24 @@ impl TargetTask {
             windows: 0,
             pending_write: None,
             dry_run: self.dry_run,
+            signal_lost: false,
         });
 
         let mut gov = ThrottleGovernor::new(p);
+        let resume = self.lifecycle.resume;
+        if let Some(r) = resume {
+            gov.set_current(r.current);
+            gov.restore_memory(r.last_bad, r.clean_streak);
+        } else if let Some(m) = self.state.as_ref().and_then(|s| s.get(&name)) {
+            gov.restore_memory(m.last_bad, m.clean_streak);
+            info!(target = %name, "{name}: restored congestion memory from the state file: last_bad {}, clean streak {}",
+                m.last_bad.map(|v| offer(knob, v)).unwrap_or("none".into()), m.clean_streak);
+            tel.metrics
+                .last_bad
+                .get_or_create(&label(&name))
+                .set(m.last_bad.unwrap_or(f64::NAN));
+            tel.update(&name, |s| s.last_bad = m.last_bad);
+        }
         let shared = Arc::new(std::sync::Mutex::new(WriterShared::default()));
         let (desired_tx, desired_rx) = watch::channel::<Option<f64>>(None);
         let writer_cancel = CancellationToken::new();
@@ -106,7 +133,9 @@ impl TargetTask {
         );
 
         // Publish the opening offer before the first window (confirmed).
-        if self.dry_run {
+        if let Some(r) = resume {
+            info!(target = %name, "Resuming at {} {knob} with its congestion memory (config reload)", offer(knob, r.current));
+        } else if self.dry_run {
             info!(target = %name, "Dry run: would publish the opening offer {} {knob}", offer(knob, p.start));
         } else {
             info!(target = %name, "Publishing the opening offer {} {knob}", offer(knob, p.start));
@@ -134,6 +163,9 @@ impl TargetTask {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let window_secs = self.config.window.as_secs_f64();
         let mut last_outside: Option<f64> = None;
+        let mut loss = SignalLoss::default();
+        // Windows since the tool's counters last went down (restart evidence).
+        let mut since_reset: Option<u32> = None;
 
         loop {
             tokio::select! {
@@ -147,14 +179,20 @@ impl TargetTask {
                 .get_or_create(&label(&name))
                 .observe(t0.elapsed().as_secs_f64());
             let at = started.elapsed().as_secs_f64();
+            since_reset = since_reset.map(|n| n.saturating_add(1));
 
             let counters = match signal {
                 Ok(c) => c,
                 Err(e) => {
                     self.signal_error(&gov, &e.to_string(), e.error_type(), at);
+                    self.invalid_window(&mut gov, &mut loss, &shared, &desired_tx);
                     continue;
                 }
             };
+            let reading = counters.reading(at);
+            if gov.window_mut().would_reset(&reading) {
+                since_reset = Some(0);
+            }
             // The committed offer: from the read-back, or the signal's gauge.
             let committed = match committed {
                 Some(Ok(v)) => Some(v),
@@ -171,33 +209,63 @@ impl TargetTask {
                 if self.dry_run {
                     gov.set_current(c);
                 } else if writer_idle && !self.actuator.matches(c, cur) {
-                    if last_outside != Some(c) {
-                        info!(target = %name, from = cur, to = c,
-                            "{name}: the {knob} was changed from outside ({} -> {}); stepping from the new value",
-                            offer(knob, cur), offer(knob, c));
-                        tel.metrics
-                            .outside_changes
-                            .get_or_create(&label(&name))
-                            .inc();
-                        last_outside = Some(c);
+                    if since_reset.is_some_and(|n| n <= 1) {
+                        // Counters went down and the knob moved: the tool
+                        // restarted with its own default. Put our committed
+                        // offer back instead of slow-starting from theirs.
+                        warn!(target = %name, from = c, to = cur,
+                            "{name}: tool restart detected (counters reset, {knob} back at {}); re-publishing the committed offer {}",
+                            offer(knob, c), offer(knob, cur));
+                        tel.metrics.tool_restarts.get_or_create(&label(&name)).inc();
+                        lock(&shared).pending = Some(cur);
+                        let _ = desired_tx.send(Some(cur));
+                        since_reset = None;
+                    } else {
+                        if last_outside != Some(c) {
+                            info!(target = %name, from = cur, to = c,
+                                "{name}: the {knob} was changed from outside ({} -> {}); stepping from the new value",
+                                offer(knob, cur), offer(knob, c));
+                            tel.metrics
+                                .outside_changes
+                                .get_or_create(&label(&name))
+                                .inc();
+                            last_outside = Some(c);
+                        }
+                        gov.set_current(c);
                     }
-                    gov.set_current(c);
                 }
             }
 
             let had_baseline = gov_has_baseline(&mut gov);
-            let outcome = match gov.observe(counters.reading(at)) {
+            let outcome = match gov.observe(reading) {
                 Ok(o) => o,
                 Err(e) => {
                     self.signal_error(&gov, &e.to_string(), e.error_type(), at);
+                    self.invalid_window(&mut gov, &mut loss, &shared, &desired_tx);
                     continue;
                 }
             };
             if !had_baseline {
                 tel.update(&name, |s| s.has_baseline = true);
             }
-            tel.metrics.signal_up.get_or_create(&label(&name)).set(1.0);
             self.export(&outcome, at, window_secs);
+            if outcome.reason == Some(HoldReason::CounterReset) {
+                self.invalid_window(&mut gov, &mut loss, &shared, &desired_tx);
+                continue;
+            }
+            tel.metrics.signal_up.get_or_create(&label(&name)).set(1.0);
+            if outcome.signal.is_some() {
+                self.signal_back(&gov, &mut loss);
+            }
+            if let Some(store) = &self.state {
+                store.set(
+                    &name,
+                    Memory {
+                        last_bad: outcome.last_bad,
+                        clean_streak: outcome.clean_streak,
+                    },
+                );
+            }
 
             if outcome.memory_cleared {
                 log_memory_clear(&name, knob, outcome.from);
@@ -223,6 +291,8 @@ impl TargetTask {
             OnExit::Floor => Some(p.floor),
             OnExit::Start => Some(p.start),
         };
+        // A reload that replaces this task hands the knob over as it is.
+        let exit_value = exit_value.filter(|_| !self.lifecycle.handover.is_cancelled());
         if let (Some(v), false) = (exit_value, self.dry_run) {
             match tokio::time::timeout(grace, self.actuator.write_confirmed(v)).await {
                 Ok(WriteOutcome::Confirmed { .. }) => {
@@ -238,6 +308,64 @@ impl TargetTask {
         }
     }
 
+    /// Counts a window without a valid signal; after `signal_loss_windows`
+    /// in a row, applies `on_signal_loss` once.
+    fn invalid_window(
+        &self,
+        gov: &mut ThrottleGovernor,
+        loss: &mut SignalLoss,
+        shared: &Arc<std::sync::Mutex<WriterShared>>,
+        desired: &watch::Sender<Option<f64>>,
+    ) {
+        loss.invalid += 1;
+        if loss.lost || loss.invalid < self.config.signal_loss_windows {
+            return;
+        }
+        loss.lost = true;
+        let name = &self.config.name;
+        let knob = self.params.control;
+        let floor = self.params.floor;
+        self.telemetry
+            .metrics
+            .signal_lost
+            .get_or_create(&label(name))
+            .set(1.0);
+        self.telemetry.update(name, |s| s.signal_lost = true);
+        match self.config.on_signal_loss {
+            OnSignalLoss::Hold => warn!(target = %name, policy = "hold",
+                "{name}: signal lost for {} windows; holding the {knob} at {} until it returns",
+                loss.invalid, offer(knob, gov.state().current)),
+            OnSignalLoss::Floor => {
+                warn!(target = %name, policy = "floor",
+                    "{name}: signal lost for {} windows; dropping the {knob} to the floor {} (assume the most fragile target)",
+                    loss.invalid, offer(knob, floor));
+                if !self.dry_run && gov.state().current > floor {
+                    gov.set_current(floor);
+                    lock(shared).pending = Some(floor);
+                    let _ = desired.send(Some(floor));
+                }
+            }
+        }
+    }
+
+    /// A valid window after a loss: resume from the committed value, memory intact.
+    fn signal_back(&self, gov: &ThrottleGovernor, loss: &mut SignalLoss) {
+        let was_lost = loss.lost;
+        loss.invalid = 0;
+        loss.lost = false;
+        if was_lost {
+            let name = &self.config.name;
+            self.telemetry
+                .metrics
+                .signal_lost
+                .get_or_create(&label(name))
+                .set(0.0);
+            self.telemetry.update(name, |s| s.signal_lost = false);
+            info!(target = %name, "{name}: signal is back; resuming from the committed {} {} with the congestion memory intact",
+                offer(self.params.control, gov.state().current), self.params.control);
+        }
+    }
+
     /// Reads the committed offer when a separate read-back is configured.
     async fn read_committed(&self) -> Option<Result<f64, ControlError>> {
         if self.actuator_reads_signal() {
@@ -248,8 +376,11 @@ impl TargetTask {
     }
 
     fn actuator_reads_signal(&self) -> bool {
-        let crate::config::ControlConfig::Http(h) = &self.config.control;
-        h.read_back.is_none()
+        match &self.config.control {
+            crate::config::ControlConfig::Http(h) => h.read_back.is_none(),
+            // Tool adapters read the committed offer back from the tool.
+            _ => false,
+        }
     }
 
     /// A window without a valid signal: counted, logged, and never a movement.

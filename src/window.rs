@@ -208,6 +208,15 @@ impl WindowTracker {
         self.baseline = None;
     }
 
+    /// Whether `reading` would be a counter reset against the baseline.
+    pub fn would_reset(&self, reading: &Reading) -> bool {
+        self.baseline.is_some_and(|base| {
+            base.form != reading.form
+                || reading.first < base.first
+                || reading.failures < base.failures
+        })
+    }
+
     /// Folds one reading. On success the baseline advances to it.
     pub fn observe(&mut self, reading: Reading) -> Result<WindowOutcome, WindowError> {
         reading.validate()?;

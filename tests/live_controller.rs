@@ -71,7 +71,9 @@ async fn climbs_backs_off_and_settles_near_capacity() {
     let peak = offers.iter().copied().fold(0.0, f64::max);
     assert!(peak > 40.0, "never crossed capacity: {offers:?}");
     let st = target_status(ctl, "checkout").await;
-    assert!(st["last_bad"].as_f64().unwrap() > 40.0, "last_bad {st}");
+    // The first window after a Down may still hold load at the old offer,
+    // so last_bad can land exactly on the capacity; it never lands below.
+    assert!(st["last_bad"].as_f64().unwrap() >= 40.0, "last_bad {st}");
 
     // Settle within ±25 % of capacity, and stay there.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -140,9 +142,16 @@ async fn outside_writer_is_stepped_from() {
 async fn dry_run_never_writes() {
     let tool = FakeTool::start(40.0, 7.0).await;
     let cfg = config("127.0.0.1:0", &tool.target_toml("dry", 200, 100, ""));
-    let running = supervisor::start(&cfg, RunOptions { dry_run: true }, None)
-        .await
-        .unwrap();
+    let running = supervisor::start(
+        &cfg,
+        RunOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+        None,
+    )
+    .await
+    .unwrap();
     let ctl = running.addr;
     assert!(
         wait_for(Duration::from_secs(5), || async {
@@ -261,5 +270,62 @@ async fn readyz_waits_for_baseline_and_metrics_pass_promtool() {
             "promtool check metrics:\n{report}\n---\n{text}"
         );
     }
+    running.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_file_keeps_memory_across_restarts() {
+    let dir = std::env::temp_dir().join(format!("tg-state-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let _ = std::fs::remove_file(&state);
+    let tool = FakeTool::start(40.0, 1.0).await;
+    let text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nstate_file = \"{}\"\n{}",
+        state.display(),
+        tool.target_toml("mem", 200, 100, "")
+    );
+    let cfg = Config::parse(&text).unwrap();
+
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    assert!(
+        wait_for(Duration::from_secs(10), || async {
+            target_status(ctl, "mem").await["last_bad"].is_number()
+        })
+        .await
+    );
+    let last_bad = target_status(ctl, "mem").await["last_bad"]
+        .as_f64()
+        .unwrap();
+    running.shutdown(Duration::from_secs(5)).await;
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert!(saved["targets"]["mem"]["last_bad"].is_number(), "{saved}");
+
+    // A restarted controller remembers the wall: it reclimbs (at most 1.5x
+    // toward 0.75 * last_bad), it does not slow-start by doubling into it.
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    assert!(target_status(ctl, "mem").await["last_bad"]
+        .as_f64()
+        .is_some());
+    assert!(
+        wait_for(Duration::from_secs(5), || async {
+            get_text(&format!("http://{ctl}/metrics"))
+                .await
+                .contains("decision=\"up\",mode=\"reclimbing\"")
+        })
+        .await
+    );
+    let m = get_text(&format!("http://{ctl}/metrics")).await;
+    assert!(
+        !m.contains("decision=\"up\",mode=\"climbing\""),
+        "slow start after a restart with memory (last_bad was {last_bad}):\n{m}"
+    );
     running.shutdown(Duration::from_secs(5)).await;
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 
 use super::{format_offer, ControlError};
+use crate::auth::Credentials;
 use crate::config::{HttpControlConfig, ReadBackConfig};
 use crate::signal::http::root_cause;
 
@@ -27,6 +28,7 @@ pub struct HttpWriter {
     headers: HeaderMap,
     timeout: Duration,
     integer: bool,
+    credentials: Credentials,
 }
 
 impl HttpWriter {
@@ -57,6 +59,8 @@ impl HttpWriter {
             headers,
             timeout: cfg.timeout,
             integer,
+            credentials: Credentials::resolve(&cfg.auth)
+                .map_err(|e| ControlError::Config(format!("auth: {e}")))?,
         })
     }
 
@@ -64,8 +68,11 @@ impl HttpWriter {
     pub async fn write(&self, value: f64) -> Result<(), ControlError> {
         let v = format_offer(self.integer, value);
         let request = self
-            .client
-            .request(self.method.clone(), self.url.replace("{{value}}", &v))
+            .credentials
+            .apply(
+                self.client
+                    .request(self.method.clone(), self.url.replace("{{value}}", &v)),
+            )
             .headers(self.headers.clone())
             .body(self.body.replace("{{value}}", &v));
         let fut = async {
@@ -94,22 +101,29 @@ pub struct JsonReadBack {
     url: String,
     pointer: String,
     timeout: Duration,
+    credentials: Credentials,
 }
 
 impl JsonReadBack {
     /// Builds the read-back; `default_timeout` applies when none is set.
-    pub fn new(cfg: &ReadBackConfig, default_timeout: Duration, client: reqwest::Client) -> Self {
+    pub fn new(
+        cfg: &ReadBackConfig,
+        default_timeout: Duration,
+        credentials: Credentials,
+        client: reqwest::Client,
+    ) -> Self {
         JsonReadBack {
             client,
             url: cfg.url.clone(),
             pointer: cfg.json_pointer.clone(),
             timeout: cfg.timeout.unwrap_or(default_timeout),
+            credentials,
         }
     }
 
     /// GETs the URL and returns the number at the pointer.
     pub async fn read(&self) -> Result<f64, ControlError> {
-        let request = self.client.get(&self.url);
+        let request = self.credentials.apply(self.client.get(&self.url));
         let body = crate::signal::http::fetch_text(request, self.timeout, MAX_READ_BACK_BYTES)
             .await
             .map_err(|e| match e {

@@ -11,6 +11,9 @@
 //! the target loop decides, then hands the value here on a separate task.
 //!
 //! - [`http`]: the generic templated HTTP write and JSON read-back.
+//! - Tool controls (Locust, k6, Goose) live in [`crate::adapters`], one
+//!   file per tool; each writes through the tool's own API and reads the
+//!   committed value back from it.
 
 pub mod http;
 
@@ -50,6 +53,25 @@ pub enum ControlError {
     /// The config cannot be turned into a writer.
     #[error("{0}")]
     Config(String),
+    /// The tool answered, but refused the write.
+    #[error("{tool} refused the write: {message}")]
+    Refused {
+        /// The tool's name.
+        tool: &'static str,
+        /// Its explanation, and what to do.
+        message: String,
+    },
+    /// The wanted value is above what the tool allows (k6's `vus-max`).
+    #[error("{wanted} VUs is above k6's vus-max of {max}: set `ceiling` to at most {max}, or raise maxVUs in the externally-controlled scenario")]
+    AboveMax {
+        /// The value the governor wanted.
+        wanted: i64,
+        /// The tool's maximum.
+        max: i64,
+    },
+    /// The tool's version cannot change the knob live at all.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl ControlError {
@@ -64,6 +86,9 @@ impl ControlError {
             ControlError::ReadBack(_) => "read_back",
             ControlError::Signal(_) => "read_back",
             ControlError::Config(_) => "config",
+            ControlError::Refused { .. } => "refused",
+            ControlError::AboveMax { .. } => "above_max",
+            ControlError::Unsupported(_) => "unsupported",
         }
     }
 }
@@ -103,12 +128,45 @@ impl WriteOutcome {
 enum ReadBack {
     Http(http::JsonReadBack),
     Signal(Box<Source>),
+    /// The tool adapter that writes also reads back.
+    Tool,
+}
+
+/// What sends a write.
+#[derive(Debug, Clone)]
+enum Writer {
+    Http(http::HttpWriter),
+    Locust(crate::adapters::locust::LocustControl),
+    K6(crate::adapters::k6::K6Control),
+    Goose(crate::adapters::goose::GooseControl),
+}
+
+impl Writer {
+    async fn write(&self, value: f64) -> Result<(), ControlError> {
+        match self {
+            Writer::Http(w) => w.write(value).await,
+            Writer::Locust(l) => l.write(value).await,
+            Writer::K6(k) => k.write(value).await,
+            Writer::Goose(g) => g.write(value).await,
+        }
+    }
+
+    async fn committed(&self) -> Result<f64, ControlError> {
+        match self {
+            Writer::Http(_) => Err(ControlError::Config(
+                "the http control reads back through read_back or signal.offer".into(),
+            )),
+            Writer::Locust(l) => l.committed().await,
+            Writer::K6(k) => k.committed().await,
+            Writer::Goose(g) => g.committed().await,
+        }
+    }
 }
 
 /// Writes offers for one target and confirms them.
 #[derive(Debug, Clone)]
 pub struct Actuator {
-    writer: http::HttpWriter,
+    writer: Writer,
     read_back: ReadBack,
     integer: bool,
     confirm_attempts: u32,
@@ -124,9 +182,21 @@ impl Actuator {
         signal: &Source,
         client: reqwest::Client,
     ) -> Result<Self, ControlError> {
-        let ControlConfig::Http(h) = cfg;
+        let h = match cfg {
+            ControlConfig::Http(h) => h,
+            tool => return Ok(Self::tool(tool, integer, client)),
+        };
         let read_back = match &h.read_back {
-            Some(rb) => ReadBack::Http(http::JsonReadBack::new(rb, h.timeout, client.clone())),
+            Some(rb) => {
+                let creds = crate::auth::Credentials::resolve(&h.auth)
+                    .map_err(|e| ControlError::Config(format!("auth: {e}")))?;
+                ReadBack::Http(http::JsonReadBack::new(
+                    rb,
+                    h.timeout,
+                    creds,
+                    client.clone(),
+                ))
+            }
             None if signal.has_offer() => ReadBack::Signal(Box::new(signal.clone())),
             None => {
                 return Err(ControlError::Config(
@@ -135,7 +205,7 @@ impl Actuator {
             }
         };
         Ok(Actuator {
-            writer: http::HttpWriter::new(h, integer, client)?,
+            writer: Writer::Http(http::HttpWriter::new(h, integer, client)?),
             read_back,
             integer,
             confirm_attempts: h.confirm_attempts,
@@ -144,9 +214,54 @@ impl Actuator {
         })
     }
 
+    /// A tool adapter's actuator: it writes and reads back through the tool.
+    fn tool(cfg: &ControlConfig, integer: bool, client: reqwest::Client) -> Self {
+        use crate::adapters::{goose, k6, locust};
+        let window = crate::config::TargetConfig::default_window();
+        let (writer, confirm_attempts, confirm_interval, write_attempts) = match cfg {
+            ControlConfig::Locust(l) => (
+                Writer::Locust(locust::LocustControl::new(l, window, client)),
+                l.confirm_attempts,
+                l.confirm_interval,
+                l.write_attempts,
+            ),
+            ControlConfig::K6(k) => (
+                Writer::K6(k6::K6Control::new(k, client)),
+                k.confirm_attempts,
+                k.confirm_interval,
+                k.write_attempts,
+            ),
+            ControlConfig::Goose(g) => (
+                Writer::Goose(goose::GooseControl::new(g)),
+                g.confirm_attempts,
+                g.confirm_interval,
+                g.write_attempts,
+            ),
+            ControlConfig::Http(_) => unreachable!("http is built by Actuator::new"),
+        };
+        Actuator {
+            writer,
+            read_back: ReadBack::Tool,
+            integer,
+            confirm_attempts,
+            confirm_interval,
+            write_attempts,
+        }
+    }
+
+    /// Tells the actuator the target's window (Locust sizes its default
+    /// spawn rate so a new user count lands within about one window).
+    pub fn with_window(mut self, window: Duration) -> Self {
+        if let Writer::Locust(l) = &mut self.writer {
+            l.set_window(window);
+        }
+        self
+    }
+
     /// Reads the committed offer once.
     pub async fn committed(&self) -> Result<f64, ControlError> {
         match &self.read_back {
+            ReadBack::Tool => self.writer.committed().await,
             ReadBack::Http(rb) => rb.read().await,
             ReadBack::Signal(source) => {
                 let c = source.read().await?;
@@ -166,7 +281,14 @@ impl Actuator {
         let mut last = WriteOutcome::Failed(ControlError::Config("no write attempted".into()));
         for attempt in 1..=self.write_attempts {
             if let Err(e) = self.writer.write(value).await {
+                let permanent = matches!(
+                    e,
+                    ControlError::AboveMax { .. } | ControlError::Unsupported(_)
+                );
                 last = WriteOutcome::Failed(e);
+                if permanent {
+                    break; // Retrying cannot help; report it now.
+                }
                 tokio::time::sleep(self.confirm_interval).await;
                 continue;
             }

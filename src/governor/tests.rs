@@ -362,9 +362,17 @@ fn slow_start_adds_at_least_one() {
         decide(0.0, 1.0, HIGH, LOW, 0.0, 100.0, None),
         Decision::Up(2.0)
     );
-    let p = Params::new(Control::Concurrency, Some(10.0), 0.0, None, HIGH, None).unwrap();
+    // An outside writer may set 0 even though the floor is 1; a clean
+    // window then climbs to 1, never stays at 0.
+    let p = Params::new(Control::Concurrency, Some(10.0), 1.0, None, HIGH, None).unwrap();
     let mut g = ThrottleGovernor::new(p);
+    g.set_current(0.0);
     assert_eq!(g.step(10.0, 0.0).decision, Decision::Up(1.0));
+    // A floor of 0 is rejected outright: at 0 there is no traffic to learn from.
+    for control in CONTROLS {
+        let err = Params::new(control, Some(10.0), 0.0, None, HIGH, None).unwrap_err();
+        assert_eq!(err, vec![ParamError::ZeroFloor], "{control}");
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1229,7 +1237,7 @@ fn event() -> impl Strategy<Value = Event> {
 fn any_params() -> impl Strategy<Value = Params> {
     (
         any::<bool>(),
-        0u32..=5,
+        1u32..=5,
         0u32..=300,
         prop::option::of(0.0..=1.0f64),
         0.001..0.5f64,

@@ -15,11 +15,19 @@
 //! - [`selector`]: PromQL instant-vector selectors, summed over series.
 //! - [`prometheus`]: scraping a text endpoint.
 //! - [`http`]: the bounded HTTP fetch shared by every source.
+//! - Tool-specific sources (Locust, k6, Goose) live in [`crate::adapters`],
+//!   one file per tool beside that tool's control.
+//! - [`promql`]: instant queries against a Prometheus-compatible API.
+//! - [`push`]: Prometheus text pushed to the controller, Pushgateway-style.
+//! - [`token`]: bearer tokens from files or environment variables.
 
 pub mod exposition;
 pub mod http;
 pub mod prometheus;
+pub mod promql;
+pub mod push;
 pub mod selector;
+pub mod token;
 
 use thiserror::Error;
 
@@ -78,6 +86,12 @@ pub enum SignalError {
     /// The body is not the JSON the adapter expects.
     #[error("unexpected response: {0}")]
     Format(String),
+    /// The tool answered, but refused the request.
+    #[error("{0}")]
+    Refused(String),
+    /// The newest data is older than the target allows: no signal.
+    #[error("stale signal: {0}")]
+    Stale(String),
 }
 
 impl SignalError {
@@ -92,15 +106,30 @@ impl SignalError {
             SignalError::Parse(_) => "parse",
             SignalError::MissingSeries(_) => "missing_series",
             SignalError::Format(_) => "format",
+            SignalError::Refused(_) => "refused",
+            SignalError::Stale(_) => "stale",
         }
     }
 }
 
 /// A configured source of counters.
+// One per target, built once at start-up: the size of the Prometheus
+// variant (its compiled selectors) costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Source {
     /// Prometheus text scrape.
     Prometheus(prometheus::PrometheusSource),
+    /// Locust's web UI stats.
+    Locust(crate::adapters::locust::LocustSource),
+    /// k6's REST API metrics.
+    K6(crate::adapters::k6::K6Source),
+    /// Goose's WebSocket controller metrics.
+    Goose(crate::adapters::goose::GooseSource),
+    /// Instant PromQL queries.
+    Promql(promql::PromqlSource),
+    /// Pushed Prometheus text.
+    Push(push::PushSource),
 }
 
 impl Source {
@@ -110,6 +139,19 @@ impl Source {
             crate::config::SignalConfig::Prometheus(p) => Ok(Source::Prometheus(
                 prometheus::PrometheusSource::new(p, client)?,
             )),
+            crate::config::SignalConfig::Locust(l) => Ok(Source::Locust(
+                crate::adapters::locust::LocustSource::new(l, client),
+            )),
+            crate::config::SignalConfig::K6(k) => {
+                Ok(Source::K6(crate::adapters::k6::K6Source::new(k, client)))
+            }
+            crate::config::SignalConfig::Goose(g) => {
+                Ok(Source::Goose(crate::adapters::goose::GooseSource::new(g)))
+            }
+            crate::config::SignalConfig::Promql(q) => {
+                Ok(Source::Promql(promql::PromqlSource::new(q, client)?))
+            }
+            crate::config::SignalConfig::Push(p) => Ok(Source::Push(push::PushSource::new(p)?)),
         }
     }
 
@@ -117,6 +159,11 @@ impl Source {
     pub async fn read(&self) -> Result<Counters, SignalError> {
         match self {
             Source::Prometheus(p) => p.read().await,
+            Source::Locust(l) => l.read().await,
+            Source::K6(k) => k.read().await,
+            Source::Goose(g) => g.read().await,
+            Source::Promql(q) => q.read().await,
+            Source::Push(p) => p.read().await,
         }
     }
 
@@ -124,6 +171,17 @@ impl Source {
     pub fn has_offer(&self) -> bool {
         match self {
             Source::Prometheus(p) => p.has_offer(),
+            Source::Locust(_) => true,
+            Source::K6(_) | Source::Goose(_) => false,
+            Source::Promql(_) | Source::Push(_) => false,
+        }
+    }
+
+    /// Connects a push source to the controller's push endpoint (a no-op
+    /// for every other kind). Call it once per built source.
+    pub fn attach_push(&self, store: &push::PushStore) {
+        if let Source::Push(p) = self {
+            store.register(p.inbox());
         }
     }
 }

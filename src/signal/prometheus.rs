@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 
 use super::exposition::Limits;
-use super::http::{fetch_text, DEFAULT_MAX_BODY_BYTES};
+use super::http::fetch_text;
 use super::selector::{sum_many, Selector};
 use super::{Counters, SignalError};
 use crate::config::PrometheusSignalConfig;
@@ -32,6 +32,7 @@ pub struct PrometheusSource {
     offer: Option<Selector>,
     limits: Limits,
     max_body_bytes: usize,
+    credentials: crate::auth::Credentials,
 }
 
 impl PrometheusSource {
@@ -63,8 +64,12 @@ impl PrometheusSource {
             successes_form,
             failures: parse(&cfg.failures)?,
             offer: cfg.offer.as_deref().map(parse).transpose()?,
-            limits: Limits::default(),
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            limits: Limits {
+                max_samples: cfg.max_samples,
+            },
+            max_body_bytes: cfg.max_body_bytes,
+            credentials: crate::auth::Credentials::resolve(&cfg.auth)
+                .map_err(|e| format!("auth: {e}"))?,
         })
     }
 
@@ -75,7 +80,9 @@ impl PrometheusSource {
 
     /// Scrapes once and sums the selectors.
     pub async fn read(&self) -> Result<Counters, SignalError> {
-        let request = self.client.get(&self.url).headers(self.headers.clone());
+        let request = self
+            .credentials
+            .apply(self.client.get(&self.url).headers(self.headers.clone()));
         let body = fetch_text(request, self.timeout, self.max_body_bytes).await?;
         self.evaluate(&body)
     }

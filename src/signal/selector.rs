@@ -12,6 +12,20 @@
 //! counter must surface as a signal error, not as "no failures". Use
 //! [`sum_many`] to evaluate all of a target's selectors in one streaming pass
 //! over the scrape text.
+//!
+//! ```
+//! use throttle_governor::signal::exposition::Limits;
+//! use throttle_governor::signal::selector::{sum_many, Selector};
+//!
+//! let scrape = "reqs{result=\"ok\"} 90\n\
+//!               reqs{result=\"failure\",route=\"/users/{id}\"} 10\n";
+//! let attempts: Selector = "reqs".parse()?;
+//! let failures: Selector = r#"reqs{result=~"failure|timeout"}"#.parse()?;
+//! let renamed: Selector = "requests_total".parse()?;
+//! let sums = sum_many(scrape, &[&attempts, &failures, &renamed], &Limits::default())?;
+//! assert_eq!(sums, [Some(100.0), Some(10.0), None]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fmt;
 use std::str::FromStr;
@@ -131,20 +145,36 @@ impl Selector {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        if self.name.as_deref().is_some_and(|wanted| wanted != name) {
-            return false;
-        }
-        self.matchers.iter().all(|matcher| {
-            let value = if matcher.label == NAME_LABEL {
-                name
-            } else {
-                labels
+        self.name_matches(name) && self.labels_match(labels)
+    }
+
+    /// Whether the metric name passes: the exact name and any `__name__`
+    /// matchers.
+    fn name_matches(&self, name: &str) -> bool {
+        self.name.as_deref().is_none_or(|wanted| wanted == name)
+            && self
+                .matchers
+                .iter()
+                .filter(|m| m.label == NAME_LABEL)
+                .all(|m| m.matches_value(name))
+    }
+
+    /// Whether the labels pass every matcher other than `__name__` ones.
+    fn labels_match<K, V>(&self, labels: &[(K, V)]) -> bool
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        self.matchers
+            .iter()
+            .filter(|m| m.label != NAME_LABEL)
+            .all(|matcher| {
+                let value = labels
                     .iter()
                     .find(|(k, _)| k.as_ref() == matcher.label)
-                    .map_or("", |(_, v)| v.as_ref())
-            };
-            matcher.matches_value(value)
-        })
+                    .map_or("", |(_, v)| v.as_ref());
+                matcher.matches_value(value)
+            })
     }
 
     /// Whether an owned sample is selected.
@@ -169,15 +199,29 @@ impl Selector {
 /// Sums several selectors in one streaming pass over `text`: element `i` is
 /// the sum for `selectors[i]`, `None` where nothing matched. Any parse error
 /// fails the whole scrape.
+///
+/// A family's series sit next to each other, so the name part of every
+/// selector (exact name, `__name__` regexes) is evaluated once per run of
+/// equal names, and only label matchers run per sample.
 pub fn sum_many(
     text: &str,
     selectors: &[&Selector],
     limits: &Limits,
 ) -> Result<Vec<Option<f64>>, ExpositionError> {
     let mut sums: Vec<Option<f64>> = vec![None; selectors.len()];
+    let mut name_ok: Vec<bool> = vec![false; selectors.len()];
+    let mut last_name: Option<String> = None;
     exposition::for_each_sample(text, limits, |sample| {
-        for (selector, sum) in selectors.iter().zip(sums.iter_mut()) {
-            if selector.matches_ref(&sample) {
+        if last_name.as_deref() != Some(sample.name) {
+            for (ok, selector) in name_ok.iter_mut().zip(selectors) {
+                *ok = selector.name_matches(sample.name);
+            }
+            let buffer = last_name.get_or_insert_with(String::new);
+            buffer.clear();
+            buffer.push_str(sample.name);
+        }
+        for ((selector, sum), ok) in selectors.iter().zip(sums.iter_mut()).zip(&name_ok) {
+            if *ok && selector.labels_match(sample.labels) {
                 *sum.get_or_insert(0.0) += sample.value;
             }
         }
@@ -258,7 +302,8 @@ impl fmt::Display for Selector {
                 }
                 f.write_str("{")?;
             }
-            Some(name) if !name_matcher_inside => {
+            // The quoted-name form cannot hold an empty name; spell it out.
+            Some(name) if !name_matcher_inside && !name.is_empty() => {
                 f.write_str("{")?;
                 write_string(f, name)?;
                 first = false;
@@ -520,13 +565,16 @@ impl<'s> Lexer<'s> {
             let value = self.string()?;
             let regex = match op {
                 MatchOp::Regex | MatchOp::NotRegex => {
-                    Some(Regex::new(&format!("^(?s:{value})$")).map_err(|e| {
-                        SelectorError::Regex {
+                    // Checked alone first, so that an unbalanced `a)|(b`
+                    // cannot escape the anchors once wrapped.
+                    let anchored = Regex::new(&value)
+                        .and_then(|_| Regex::new(&format!("^(?s:{value})$")))
+                        .map_err(|e| SelectorError::Regex {
                             label: label.clone(),
                             column: self.column_at(value_at),
                             reason: regex_reason(&e),
-                        }
-                    })?)
+                        })?;
+                    Some(anchored)
                 }
                 MatchOp::Equal | MatchOp::NotEqual => None,
             };
@@ -962,6 +1010,13 @@ mod tests {
                 text.starts_with(message),
                 "{src:?}:\n got {text}\nwant {message}"
             );
+        }
+    }
+
+    #[test]
+    fn unbalanced_regex_cannot_escape_the_anchors() {
+        for src in [r#"a{x=~"b)|(c"}"#, r#"a{x=~"b)|.*|(c"}"#, r#"a{x!~")"}"#] {
+            assert!(matches!(bad(src), SelectorError::Regex { .. }), "{src}");
         }
     }
 

@@ -57,6 +57,31 @@ pub struct WriteLabels {
     pub result: &'static str,
 }
 
+/// `{result}` of a push to the push endpoint.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PushLabels {
+    /// `accepted`, `unauthorized`, `too_large`, `unsupported`,
+    /// `bad_request`, `no_target` or `unusable`.
+    pub result: &'static str,
+}
+
+/// `{target, member}`: one instance of a target group. (Not `instance`,
+/// which Prometheus owns.)
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MemberLabels {
+    /// The group's target name.
+    pub target: String,
+    /// The member's name (its address by default).
+    pub member: String,
+}
+
+/// `{result}` of a config reload.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReloadLabels {
+    /// `applied` or `rejected`.
+    pub result: &'static str,
+}
+
 /// `{version}`
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BuildLabels {
@@ -105,16 +130,31 @@ pub struct Metrics {
     pub signal_errors: Family<ErrorLabels, Counter>,
     /// `throttle_signal_up` (1 when the last window had a valid signal)
     pub signal_up: Family<TargetLabel, GaugeF>,
+    /// `throttle_signal_lost` (1 while the signal-loss policy is in force)
+    pub signal_lost: Family<TargetLabel, GaugeF>,
+    /// `throttle_tool_restarts_total`
+    pub tool_restarts: Family<TargetLabel, Counter>,
     /// `throttle_control_writes_total`
     pub writes: Family<WriteLabels, Counter>,
     /// `throttle_control_errors_total`
     pub control_errors: Family<ErrorLabels, Counter>,
     /// `throttle_outside_changes_total`
     pub outside_changes: Family<TargetLabel, Counter>,
+    /// `process_resident_memory_bytes`, `process_open_fds`,
+    /// `throttle_runtime_alive_tasks`: refreshed at each scrape.
+    process: [Gauge<f64, AtomicU64>; 3],
     /// `throttle_signal_read_duration_seconds`
     pub read_duration: Family<TargetLabel, Histogram>,
     /// `throttle_control_write_duration_seconds`
     pub write_duration: Family<TargetLabel, Histogram>,
+    /// `throttle_push_requests_total`
+    pub push_requests: Family<PushLabels, Counter>,
+    /// `throttle_member_offer`: each group member's share of the offer
+    pub member_offer: Family<MemberLabels, GaugeF>,
+    /// `throttle_member_up`: 1 while a group member takes part in the split
+    pub member_up: Family<MemberLabels, GaugeF>,
+    /// `throttle_config_reloads_total`
+    pub config_reloads: Family<ReloadLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -144,11 +184,18 @@ impl Metrics {
             counter_resets: Family::default(),
             signal_errors: Family::default(),
             signal_up: Family::default(),
+            signal_lost: Family::default(),
+            tool_restarts: Family::default(),
             writes: Family::default(),
             control_errors: Family::default(),
             outside_changes: Family::default(),
+            process: Default::default(),
             read_duration: Family::new_with_constructor(duration_histogram),
             write_duration: Family::new_with_constructor(duration_histogram),
+            push_requests: Family::default(),
+            member_offer: Family::default(),
+            member_up: Family::default(),
+            config_reloads: Family::default(),
             registry: Registry::default(),
         };
         let build: Family<BuildLabels, GaugeF> = Family::default();
@@ -158,6 +205,21 @@ impl Metrics {
             })
             .set(1.0);
         registry.register("throttle_build_info", "Build information; always 1", build);
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory of the controller process in bytes",
+            m.process[0].clone(),
+        );
+        registry.register(
+            "process_open_fds",
+            "Open file descriptors of the controller process",
+            m.process[1].clone(),
+        );
+        registry.register(
+            "throttle_runtime_alive_tasks",
+            "Async tasks alive in the controller's runtime (flat over a soak: no leaked tasks)",
+            m.process[2].clone(),
+        );
         registry.register(
             "throttle_offer",
             "The committed offer (concurrency or rate) in effect at the tool",
@@ -239,6 +301,16 @@ impl Metrics {
             m.signal_up.clone(),
         );
         registry.register(
+            "throttle_signal_lost",
+            "1 while the signal-loss policy is in force (signal_loss_windows invalid windows in a row)",
+            m.signal_lost.clone(),
+        );
+        registry.register(
+            "throttle_tool_restarts",
+            "Tool restarts detected (counters reset and the knob moved); the committed offer is re-published",
+            m.tool_restarts.clone(),
+        );
+        registry.register(
             "throttle_control_writes",
             "Offer writes by result: confirmed, failed or unconfirmed",
             m.writes.clone(),
@@ -263,6 +335,26 @@ impl Metrics {
             "Time from write start to confirmation or failure",
             m.write_duration.clone(),
         );
+        registry.register(
+            "throttle_push_requests",
+            "Pushes received on /metrics/job/..., by result",
+            m.push_requests.clone(),
+        );
+        registry.register(
+            "throttle_member_offer",
+            "Each target-group member's share of the group's offer",
+            m.member_offer.clone(),
+        );
+        registry.register(
+            "throttle_member_up",
+            "1 while a target-group member takes part in the split, 0 while it is down",
+            m.member_up.clone(),
+        );
+        registry.register(
+            "throttle_config_reloads",
+            "Config reloads by result: applied or rejected",
+            m.config_reloads.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -276,6 +368,8 @@ impl Metrics {
         self.last_bad.get_or_create(&l).set(f64::NAN);
         self.clean_streak.get_or_create(&l).set(0.0);
         self.signal_up.get_or_create(&l).set(0.0);
+        self.signal_lost.get_or_create(&l).set(0.0);
+        self.tool_restarts.get_or_create(&l).inc_by(0);
         // Counters start at 0 so that rate() and alerts see them from the start.
         self.attempts.get_or_create(&l).inc_by(0.0);
         self.failures.get_or_create(&l).inc_by(0.0);
@@ -306,6 +400,7 @@ impl Metrics {
             &self.window_failures,
             &self.clean_streak,
             &self.signal_up,
+            &self.signal_lost,
         ] {
             f.remove(&l);
         }
@@ -314,12 +409,33 @@ impl Metrics {
         self.memory_clears.remove(&l);
         self.counter_resets.remove(&l);
         self.outside_changes.remove(&l);
+        self.tool_restarts.remove(&l);
         self.read_duration.remove(&l);
         self.write_duration.remove(&l);
     }
 
+    /// Refreshes the process gauges (Linux `/proc/self`; tokio's task count).
+    pub fn refresh_process(&self) {
+        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+            let rss_kb = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+            if let Some(kb) = rss_kb {
+                self.process[0].set(kb * 1024.0);
+            }
+        }
+        if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+            self.process[1].set(dir.count() as f64);
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            self.process[2].set(handle.metrics().num_alive_tasks() as f64);
+        }
+    }
+
     /// The exposition as OpenMetrics 1.0 text, ending in `# EOF`.
     pub fn encode_openmetrics(&self) -> String {
+        self.refresh_process();
         let mut out = String::with_capacity(16 * 1024);
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -14,15 +14,21 @@ pub mod logging;
 pub mod metrics;
 pub mod server;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
 use serde::Serialize;
 
 pub use metrics::Metrics;
 
-/// Windows of history kept per target for the report (about 5.5 hours at 2 s).
+/// Windows of history kept per target when a report is asked for (about
+/// 5.5 hours at 2 s windows). Without a report only the last few windows are
+/// kept (enough for the steady-state rule), so memory stays flat with many
+/// targets.
 pub const HISTORY_LIMIT: usize = 10_000;
+
+/// Windows kept per target when no report is asked for.
+pub const SHORT_HISTORY: usize = 64;
 
 /// One window, as recorded for reports.
 #[derive(Debug, Clone, Serialize)]
@@ -84,21 +90,66 @@ pub struct TargetStatus {
     pub pending_write: Option<f64>,
     /// Whether this target runs without writing.
     pub dry_run: bool,
+    /// Whether the signal-loss policy is in force.
+    pub signal_lost: bool,
+}
+
+/// The live state of one member of a target group, for `/api/v1/groups`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberStatus {
+    /// The member's name (its address by default).
+    pub name: String,
+    /// The address it was discovered or configured with.
+    pub address: Option<String>,
+    /// Its weight in the split.
+    pub weight: f64,
+    /// Whether it takes part in the split.
+    pub up: bool,
+    /// Its share of the group's offer (null while down).
+    pub share: Option<f64>,
+    /// The most it may be given: its weighted share of the group's ceiling.
+    pub ceiling_share: Option<f64>,
+    /// The value its tool reported last.
+    pub committed: Option<f64>,
+    /// The last signal error, while down.
+    pub last_error: Option<String>,
 }
 
 /// Metrics, status and history shared by every target task and the server.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Telemetry {
     /// Exported metrics.
     pub metrics: Metrics,
     status: Mutex<BTreeMap<String, TargetStatus>>,
-    history: Mutex<BTreeMap<String, Vec<WindowRecord>>>,
+    history: Mutex<BTreeMap<String, VecDeque<WindowRecord>>>,
+    history_limit: usize,
+    /// The push endpoint's state (`kind = "push"` signals).
+    pub push: crate::signal::push::PushStore,
+    groups: Mutex<BTreeMap<String, Vec<MemberStatus>>>,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Telemetry::with_history(HISTORY_LIMIT)
+    }
 }
 
 impl Telemetry {
+    /// Telemetry keeping at most `limit` windows of history per target.
+    pub fn with_history(limit: usize) -> Self {
+        Telemetry {
+            metrics: Metrics::default(),
+            status: Mutex::default(),
+            history: Mutex::default(),
+            history_limit: limit.max(1),
+            push: Default::default(),
+            groups: Mutex::default(),
+        }
+    }
+
     /// Registers a target's initial status.
     pub fn register(&self, status: TargetStatus) {
-        lock(&self.history).insert(status.name.clone(), Vec::new());
+        lock(&self.history).insert(status.name.clone(), VecDeque::new());
         lock(&self.status).insert(status.name.clone(), status);
     }
 
@@ -107,6 +158,36 @@ impl Telemetry {
         lock(&self.status).remove(name);
         lock(&self.history).remove(name);
         self.metrics.remove_target(name);
+        self.set_members(name, None);
+    }
+
+    /// Replaces a group's member statuses (`None` removes the group and the
+    /// series of every member it had).
+    pub fn set_members(&self, name: &str, members: Option<Vec<MemberStatus>>) {
+        let mut groups = lock(&self.groups);
+        let old = match members {
+            Some(m) => groups.insert(name.to_string(), m),
+            None => groups.remove(name),
+        };
+        let keep: Vec<String> = groups
+            .get(name)
+            .map(|m| m.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default();
+        for gone in old.unwrap_or_default() {
+            if !keep.contains(&gone.name) {
+                let l = metrics::MemberLabels {
+                    target: name.to_string(),
+                    member: gone.name,
+                };
+                self.metrics.member_offer.remove(&l);
+                self.metrics.member_up.remove(&l);
+            }
+        }
+    }
+
+    /// A snapshot of every group's members.
+    pub fn groups(&self) -> BTreeMap<String, Vec<MemberStatus>> {
+        lock(&self.groups).clone()
     }
 
     /// Updates a target's status in place.
@@ -119,10 +200,10 @@ impl Telemetry {
     /// Appends one window to a target's history (bounded).
     pub fn record(&self, name: &str, record: WindowRecord) {
         if let Some(h) = lock(&self.history).get_mut(name) {
-            if h.len() >= HISTORY_LIMIT {
-                h.remove(0);
+            while h.len() >= self.history_limit {
+                h.pop_front();
             }
-            h.push(record);
+            h.push_back(record);
         }
     }
 
@@ -133,13 +214,42 @@ impl Telemetry {
 
     /// A snapshot of one target's history.
     pub fn history(&self, name: &str) -> Vec<WindowRecord> {
-        lock(&self.history).get(name).cloned().unwrap_or_default()
+        lock(&self.history)
+            .get(name)
+            .map(|h| h.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Whether every registered target has a baseline.
     pub fn ready(&self) -> bool {
         let s = lock(&self.status);
         !s.is_empty() && s.values().all(|t| t.has_baseline)
+    }
+}
+
+impl TargetStatus {
+    /// The status of a target that has just started.
+    pub fn initial(name: &str, p: &crate::governor::Params, dry_run: bool) -> Self {
+        TargetStatus {
+            name: name.to_string(),
+            knob: p.control.as_str(),
+            offer: p.start,
+            floor: p.floor,
+            ceiling: p.ceiling.is_finite().then_some(p.ceiling),
+            high: p.high,
+            low: p.low,
+            last_bad: None,
+            clean_streak: 0,
+            last_frac: None,
+            last_decision: None,
+            last_label: None,
+            last_error: None,
+            has_baseline: false,
+            windows: 0,
+            pending_write: None,
+            dry_run,
+            signal_lost: false,
+        }
     }
 }
 

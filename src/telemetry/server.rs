@@ -4,6 +4,11 @@
 //! Why it exists: Prometheus scrapes the decisions, orchestrators probe
 //! health and readiness, and people ask "what is each target doing?". It is
 //! read-only: nothing here can change an offer.
+//!
+//! Two additions for distributed tests: `/api/v1/groups` (the members of
+//! each target group and their shares) and the Pushgateway-compatible
+//! `PUT`/`POST`/`DELETE /metrics/job/...`, which only feeds `kind = "push"`
+//! signals (see [`crate::signal::push`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,6 +33,11 @@ pub fn router(telemetry: Arc<Telemetry>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/api/v1/targets", get(targets))
+        .route("/api/v1/groups", get(groups))
+        .route(
+            "/metrics/job/{*grouping}",
+            axum::routing::put(push).post(push).delete(push),
+        )
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         .with_state(telemetry)
 }
@@ -81,6 +91,21 @@ async fn readyz(State(t): State<Arc<Telemetry>>) -> Response {
 
 async fn targets(State(t): State<Arc<Telemetry>>) -> Response {
     Json(serde_json::json!({ "targets": t.statuses() })).into_response()
+}
+
+async fn groups(State(t): State<Arc<Telemetry>>) -> Response {
+    Json(serde_json::json!({ "groups": t.groups() })).into_response()
+}
+
+/// Pushgateway-compatible pushes; the logic is in [`crate::signal::push`].
+async fn push(
+    State(t): State<Arc<Telemetry>>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    crate::signal::push::handle(&t.push, &t.metrics, &method, uri.path(), &headers, body).await
 }
 
 /// How long the server may take to finish in-flight requests at shutdown.

@@ -10,12 +10,14 @@
 
 #![allow(dead_code)]
 
+pub mod tools;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -35,6 +37,12 @@ pub enum Fault {
     MissingFailures,
     /// Serve NaN counters.
     NanCounters,
+    /// Serve +Inf counters.
+    InfCounters,
+    /// Serve negative counters.
+    NegativeCounters,
+    /// Serve a body of this many bytes (valid text, padded with comments).
+    OversizeBody(usize),
     /// Answer admin writes with this status.
     AdminStatus(u16),
     /// Accept admin writes but never apply them.
@@ -54,6 +62,8 @@ pub struct FakeState {
     pub fault: Fault,
     /// Attempts per worker per tick.
     pub per_worker: f64,
+    /// Required `Authorization` header on /metrics and on the admin API.
+    pub require: Option<(String, String)>,
 }
 
 /// A running fake tool.
@@ -82,6 +92,7 @@ impl FakeTool {
             writes: 0,
             fault: Fault::None,
             per_worker: 1.0,
+            require: None,
         }));
         let app = Router::new()
             .route("/metrics", get(metrics))
@@ -173,11 +184,29 @@ json_pointer = "/workers"
     }
 }
 
-async fn metrics(State(s): State<Arc<Mutex<FakeState>>>) -> Response {
+fn authorized(st: &FakeState, headers: &HeaderMap, admin: bool) -> bool {
+    match &st.require {
+        None => true,
+        Some((metrics, admin_auth)) => {
+            let want = if admin { admin_auth } else { metrics };
+            headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v == want)
+        }
+    }
+}
+
+async fn metrics(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> Response {
     let (fault, body) = {
         let st = s.lock().unwrap();
+        if !authorized(&st, &headers, false) {
+            return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+        }
         let (a, f) = match st.fault {
             Fault::NanCounters => (f64::NAN, f64::NAN),
+            Fault::InfCounters => (f64::INFINITY, 0.0),
+            Fault::NegativeCounters => (-5.0, -1.0),
             _ => (st.attempts, st.failures),
         };
         let mut body = format!(
@@ -195,6 +224,11 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>) -> Response {
             "# HELP fake_workers Workers.\n# TYPE fake_workers gauge\nfake_workers {}\n",
             st.workers
         ));
+        if let Fault::OversizeBody(n) = st.fault {
+            while body.len() < n {
+                body.push_str("# padding padding padding padding padding padding padding\n");
+            }
+        }
         (st.fault.clone(), body)
     };
     match fault {
@@ -210,13 +244,26 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>) -> Response {
     }
 }
 
-async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>) -> Json<serde_json::Value> {
-    let w = s.lock().unwrap().workers;
-    Json(serde_json::json!({ "workers": w }))
+async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> Response {
+    let st = s.lock().unwrap();
+    if !authorized(&st, &headers, true) {
+        return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+    }
+    Json(serde_json::json!({ "workers": st.workers })).into_response()
 }
 
-async fn put_workers(State(s): State<Arc<Mutex<FakeState>>>, body: String) -> Response {
-    let fault = s.lock().unwrap().fault.clone();
+async fn put_workers(
+    State(s): State<Arc<Mutex<FakeState>>>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let fault = {
+        let st = s.lock().unwrap();
+        if !authorized(&st, &headers, true) {
+            return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+        }
+        st.fault.clone()
+    };
     match fault {
         Fault::AdminStatus(code) => {
             return (StatusCode::from_u16(code).unwrap(), "refused").into_response()
@@ -293,4 +340,332 @@ pub fn require_tool_quiet(tool: &str) -> bool {
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false)
+}
+
+/// A raw TCP server that accepts and then misbehaves at the byte level.
+pub enum RawMode {
+    /// Accept, read the request, never answer.
+    Hang,
+    /// Send headers promising 1000 bytes, then one byte every 200 ms.
+    SlowBody,
+}
+
+/// Starts a raw misbehaving server; returns its address. It runs until the test ends.
+pub async fn raw_server(mode: RawMode) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let slow = matches!(mode, RawMode::SlowBody);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                if slow {
+                    let _ = sock
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n")
+                        .await;
+                    for _ in 0..1000 {
+                        if sock.write_all(b"#").await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                } else {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Sums a selector over the controller's /metrics (None when absent).
+pub async fn metric(controller: SocketAddr, selector: &str) -> Option<f64> {
+    let text = get_text(&format!("http://{controller}/metrics")).await;
+    let sel: throttle_governor::signal::selector::Selector = selector.parse().unwrap();
+    let limits = throttle_governor::signal::exposition::Limits::default();
+    throttle_governor::signal::selector::sum_many(&text, &[&sel], &limits)
+        .unwrap()
+        .into_iter()
+        .next()
+        .flatten()
+}
+
+/// A loopback HTTP target with a known concurrency limit: it admits at most
+/// `limit` requests at once, holds each for `service`, and answers 503
+/// (after the same hold, so a rejected client does not spin) above that.
+pub struct LimitedTarget {
+    pub addr: SocketAddr,
+    pub limit: usize,
+    pub served: Arc<std::sync::atomic::AtomicU64>,
+    pub rejected: Arc<std::sync::atomic::AtomicU64>,
+    pub peak: Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for LimitedTarget {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl LimitedTarget {
+    pub async fn start(limit: usize, service: Duration) -> LimitedTarget {
+        use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let served = Arc::new(AtomicU64::new(0));
+        let rejected = Arc::new(AtomicU64::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let (f, s, r, p) = (
+            in_flight.clone(),
+            served.clone(),
+            rejected.clone(),
+            peak.clone(),
+        );
+        let app = Router::new().fallback(move || {
+            let (f, s, r, p) = (f.clone(), s.clone(), r.clone(), p.clone());
+            async move {
+                let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                // Released on drop: a client that hangs up mid-request
+                // (a stopped user) drops this future during the sleep.
+                let slot = InFlight(f);
+                if now > limit {
+                    drop(slot);
+                    tokio::time::sleep(service).await;
+                    r.fetch_add(1, Ordering::Relaxed);
+                    return (StatusCode::SERVICE_UNAVAILABLE, "over capacity").into_response();
+                }
+                p.fetch_max(now, Ordering::Relaxed);
+                tokio::time::sleep(service).await;
+                drop(slot);
+                s.fetch_add(1, Ordering::Relaxed);
+                "ok".into_response()
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        LimitedTarget {
+            addr,
+            limit,
+            served,
+            rejected,
+            peak,
+            task,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+struct InFlight(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A child process that is killed (and reaped) when dropped, so a failing
+/// test never leaves a load tool running.
+pub struct ChildGuard {
+    pub child: std::process::Child,
+    pub name: &'static str,
+    pub log: std::path::PathBuf,
+}
+
+impl ChildGuard {
+    /// Spawns `cmd` with stdout and stderr going to `log`.
+    pub fn spawn(
+        name: &'static str,
+        mut cmd: std::process::Command,
+        log: std::path::PathBuf,
+    ) -> ChildGuard {
+        let out = std::fs::File::create(&log).unwrap();
+        let err = out.try_clone().unwrap();
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        ChildGuard { child, name, log }
+    }
+
+    /// The last lines the process printed, for a failure message.
+    pub fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released for the child).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A fresh scratch directory for one test's files.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("throttle-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A tool installed at a fixed path (by scripts/setup): `Some(path)` when
+/// it is there; `None` (skip) on a laptop without it; a panic when CI=true.
+pub fn require_installed(
+    tool: &str,
+    path: &std::path::Path,
+    how: &str,
+) -> Option<std::path::PathBuf> {
+    if path.is_file() {
+        return Some(path.to_path_buf());
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "{tool} is required when CI=true but {} is missing; {how}",
+            path.display()
+        );
+    }
+    eprintln!("SKIP: {tool} not installed at {} ({how})", path.display());
+    None
+}
+
+/// Polls `f` every 50 ms until it holds or `limit` passes.
+pub async fn wait_until<F, Fut>(limit: Duration, mut f: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// One observation of a governed run.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen {
+    /// Seconds since the controller started.
+    pub at: f64,
+    /// The committed offer the controller reports.
+    pub offer: f64,
+    /// Whether the governor holds congestion memory.
+    pub last_bad: Option<f64>,
+}
+
+/// Watches a governed target until it has climbed, crossed `limit`, backed
+/// off, and then spent `settle` after the first back-off (or `deadline`
+/// passes). Returns every observation.
+pub async fn watch_governed(
+    controller: SocketAddr,
+    name: &str,
+    limit: f64,
+    settle: Duration,
+    deadline: std::time::Instant,
+) -> Vec<Seen> {
+    let t0 = std::time::Instant::now();
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut backed_off_at: Option<f64> = None;
+    while std::time::Instant::now() < deadline {
+        let st = target_status(controller, name).await;
+        if let Some(offer) = st["offer"].as_f64() {
+            let at = t0.elapsed().as_secs_f64();
+            let crossed = seen.iter().any(|s| s.offer > limit);
+            if crossed && backed_off_at.is_none() && offer <= limit {
+                backed_off_at = Some(at);
+            }
+            seen.push(Seen {
+                at,
+                offer,
+                last_bad: st["last_bad"].as_f64(),
+            });
+            if backed_off_at.is_some_and(|b| at - b >= settle.as_secs_f64()) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    seen
+}
+
+/// The distinct offers in order (for messages).
+pub fn offers(seen: &[Seen]) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::new();
+    for s in seen {
+        if out.last() != Some(&s.offer) {
+            out.push(s.offer);
+        }
+    }
+    out
+}
+
+/// The live-test verdict: climbed, crossed the limit, backed off, and the
+/// trailing `tail` seconds stayed near the limit. Returns (min, max, mean)
+/// of the tail.
+pub fn assert_governed(seen: &[Seen], limit: f64, tail: Duration) -> (f64, f64, f64) {
+    let path = offers(seen);
+    assert!(
+        path.iter().any(|o| *o >= limit / 2.0),
+        "never climbed: {path:?}"
+    );
+    let cross = seen
+        .iter()
+        .position(|s| s.offer > limit)
+        .unwrap_or_else(|| panic!("never crossed the limit {limit}: {path:?}"));
+    assert!(
+        seen[cross..].iter().any(|s| s.offer <= limit),
+        "never backed off after crossing {limit}: {path:?}"
+    );
+    assert!(
+        seen.iter().any(|s| s.last_bad.is_some()),
+        "no congestion memory recorded: {path:?}"
+    );
+    let end = seen.last().unwrap().at;
+    let tail: Vec<f64> = seen
+        .iter()
+        .filter(|s| s.at >= end - tail.as_secs_f64())
+        .map(|s| s.offer)
+        .collect();
+    let min = tail.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = tail.iter().copied().fold(0.0, f64::max);
+    let mean = tail.iter().sum::<f64>() / tail.len() as f64;
+    assert!(
+        min >= 0.6 * limit && max <= 1.25 * limit,
+        "did not settle near {limit}: tail {min}..{max} (path {path:?})"
+    );
+    assert!(
+        (mean - limit).abs() <= 0.25 * limit,
+        "tail mean {mean:.1} is not within 25% of {limit} (path {path:?})"
+    );
+    (min, max, mean)
 }

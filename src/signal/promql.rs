@@ -1,0 +1,986 @@
+//! Instant PromQL queries against a Prometheus-compatible HTTP API.
+//!
+//! Why it exists: past one load-generator instance, users already have
+//! Prometheus (or Mimir, Thanos, VictoriaMetrics), and tools such as k6
+//! remote-write their counters there and serve no scrape endpoint at all.
+//! This source asks `/api/v1/query` for the counters instead of scraping the
+//! tool.
+//!
+//! Two modes:
+//! - `cumulative` (default): `attempts` and `failures` return cumulative
+//!   counters (`sum(k6_http_reqs_total)`); windows come from their deltas,
+//!   exactly as with a scrape.
+//! - `increase`: they return the window's increase directly
+//!   (`sum(increase(k6_http_reqs_total[{{window}}]))`). The source adds each
+//!   answer to running totals, so the window stage sees cumulative readings
+//!   whose deltas are exactly those increases (and never a counter reset).
+//!   The first answer only sets the baseline, as in the cumulative mode.
+//!
+//! Staleness: an instant query answers with the *evaluation* time, and
+//! Prometheus looks back up to five minutes for a sample, so a counter whose
+//! exporter died still "answers". A sample older than `max_age` (default:
+//! one window) is therefore no signal ([`SignalError::Stale`]). The age is
+//! taken from `timestamp()` of the series the expressions read: by default
+//! the vector selectors found in `attempts`/`successes` and `failures`
+//! ([`selectors_in`]), or an explicit `freshness` expression.
+//!
+//! What it may touch: the network, through the shared client, with a
+//! timeout on every query and a bound on every answer's size.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
+use serde::{Deserialize, Serialize};
+
+use super::http::fetch_text;
+use super::token;
+use super::{Counters, SignalError};
+
+/// The largest query answer accepted: 4 MiB (a sum is a few hundred bytes).
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// `kind = "promql"`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromqlSignalConfig {
+    /// The base URL of the Prometheus HTTP API, e.g. `http://prometheus:9090`
+    /// (Mimir: `http://mimir/prometheus`); `/api/v1/query` is appended.
+    pub url: String,
+    /// PromQL returning all resolved attempts (summed over the result).
+    pub attempts: Option<String>,
+    /// PromQL returning successful attempts (alternative to `attempts`).
+    pub successes: Option<String>,
+    /// PromQL returning failed attempts (summed over the result).
+    pub failures: String,
+    /// `cumulative` counters (default) or the window's `increase`.
+    #[serde(default)]
+    pub mode: PromqlMode,
+    /// A sample older than this is no signal (default: the target's window).
+    #[serde(
+        default,
+        deserialize_with = "crate::config::de_opt_duration",
+        serialize_with = "crate::config::ser_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_age: Option<Duration>,
+    /// PromQL returning sample timestamps (default: `timestamp()` of the
+    /// selectors in the expressions).
+    pub freshness: Option<String>,
+    /// Timeout of each query.
+    #[serde(
+        default = "default_query_timeout",
+        deserialize_with = "crate::config::de_duration",
+        serialize_with = "crate::config::ser_duration"
+    )]
+    pub timeout: Duration,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Tenant for Mimir, Cortex or Loki-style multi-tenancy (`X-Scope-OrgID`).
+    pub org_id: Option<String>,
+    /// A file holding a bearer token (re-read at every reload).
+    pub bearer_token_file: Option<PathBuf>,
+    /// An environment variable holding a bearer token.
+    pub bearer_token_env: Option<String>,
+    /// Basic auth user (Grafana Cloud, some Mimir and Thanos gateways).
+    pub basic_auth_user: Option<String>,
+    /// A file holding the basic auth password.
+    pub basic_auth_password_file: Option<PathBuf>,
+    /// An environment variable holding the basic auth password.
+    pub basic_auth_password_env: Option<String>,
+}
+
+fn default_query_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+
+/// What the expressions return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PromqlMode {
+    /// Cumulative counters; windows come from deltas.
+    #[default]
+    Cumulative,
+    /// The window's increase, fed to the governor as the window.
+    Increase,
+}
+
+impl PromqlSignalConfig {
+    /// Fills what depends on the target: `max_age` defaults to the window,
+    /// and `{{window}}` in an expression becomes the window as a PromQL
+    /// duration (`2s`, `500ms`).
+    pub fn resolve(&mut self, window: Duration) {
+        self.max_age.get_or_insert(window);
+        let w = promql_duration(window);
+        for expr in [
+            self.attempts.as_mut(),
+            self.successes.as_mut(),
+            Some(&mut self.failures),
+            self.freshness.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *expr = expr.replace("{{window}}", &w);
+        }
+    }
+
+    /// Every problem, as (field, reason), with fields relative to `signal`.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        match (&self.attempts, &self.successes) {
+            (None, None) => out.push((
+                "attempts",
+                "give `attempts` (all resolved attempts) or `successes`".to_string(),
+            )),
+            (Some(_), Some(_)) => out.push((
+                "successes",
+                "give either `attempts` or `successes`, not both".to_string(),
+            )),
+            _ => {}
+        }
+        for (field, expr) in [
+            ("attempts", self.attempts.as_deref()),
+            ("successes", self.successes.as_deref()),
+            ("failures", Some(self.failures.as_str())),
+            ("freshness", self.freshness.as_deref()),
+        ] {
+            let Some(expr) = expr else { continue };
+            if expr.trim().is_empty() {
+                out.push((field, "must not be empty".to_string()));
+            } else if let Err(e) = check_balanced(expr) {
+                out.push((field, format!("`{expr}` is not valid PromQL: {e}")));
+            }
+        }
+        if self.timeout.is_zero() {
+            out.push(("timeout", "must be longer than 0s".to_string()));
+        }
+        if self.max_age.is_some_and(|d| d.is_zero()) {
+            out.push(("max_age", "must be longer than 0s".to_string()));
+        }
+        if let Err(e) = token::check(
+            self.bearer_token_file.as_deref(),
+            self.bearer_token_env.as_deref(),
+        ) {
+            out.push(("bearer_token_file", e));
+        }
+        let password = token::check(
+            self.basic_auth_password_file.as_deref(),
+            self.basic_auth_password_env.as_deref(),
+        );
+        match (&self.basic_auth_user, password) {
+            (_, Err(e)) => out.push(("basic_auth_password_file", e)),
+            (Some(_), Ok(())) if self.basic_auth_password_file.is_none() && self.basic_auth_password_env.is_none() => out.push((
+                "basic_auth_password_file",
+                "basic auth needs a password: give `basic_auth_password_file` or `basic_auth_password_env`".to_string(),
+            )),
+            (None, Ok(())) if self.basic_auth_password_file.is_some() || self.basic_auth_password_env.is_some() => {
+                out.push(("basic_auth_user", "a basic auth password needs `basic_auth_user`".to_string()))
+            }
+            _ => {}
+        }
+        if self.basic_auth_user.is_some()
+            && (self.bearer_token_file.is_some() || self.bearer_token_env.is_some())
+        {
+            out.push((
+                "basic_auth_user",
+                "give either basic auth or a bearer token, not both".to_string(),
+            ));
+        }
+        if out.is_empty() {
+            if let Err(e) = header_map(self) {
+                out.push(("headers", e));
+            }
+        }
+        out
+    }
+}
+
+/// A duration the way PromQL writes it: `2s`, `1500ms`, `1m30s` as `90s`.
+pub fn promql_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// A configured PromQL signal.
+#[derive(Debug, Clone)]
+pub struct PromqlSource {
+    client: reqwest::Client,
+    endpoint: String,
+    headers: HeaderMap,
+    timeout: Duration,
+    first: String,
+    successes_form: bool,
+    failures: String,
+    mode: PromqlMode,
+    max_age: Option<Duration>,
+    freshness: Option<String>,
+    /// Running totals of the increases (`mode = "increase"`), shared by clones.
+    totals: Arc<Mutex<(f64, f64)>>,
+}
+
+impl PromqlSource {
+    /// Builds the source from validated config.
+    pub fn new(cfg: &PromqlSignalConfig, client: reqwest::Client) -> Result<Self, String> {
+        let (first, successes_form) = match (&cfg.attempts, &cfg.successes) {
+            (Some(a), None) => (a.clone(), false),
+            (None, Some(s)) => (s.clone(), true),
+            _ => return Err("give exactly one of `attempts` and `successes`".into()),
+        };
+        let freshness = match &cfg.freshness {
+            Some(f) => Some(f.clone()),
+            None => freshness_query(&[&first, &cfg.failures]),
+        };
+        Ok(PromqlSource {
+            client,
+            endpoint: format!("{}/api/v1/query", cfg.url.trim_end_matches('/')),
+            headers: header_map(cfg)?,
+            timeout: cfg.timeout,
+            first,
+            successes_form,
+            failures: cfg.failures.clone(),
+            mode: cfg.mode,
+            max_age: cfg.max_age,
+            freshness,
+            totals: Arc::new(Mutex::new((0.0, 0.0))),
+        })
+    }
+
+    /// The freshness query in use, if any.
+    pub fn freshness(&self) -> Option<&str> {
+        self.freshness.as_deref()
+    }
+
+    /// Runs the queries (concurrently) and returns the counters.
+    pub async fn read(&self) -> Result<Counters, SignalError> {
+        let fresh = async {
+            match &self.freshness {
+                Some(q) => self.query(q).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let (first, failures, fresh) =
+            tokio::join!(self.query(&self.first), self.query(&self.failures), fresh);
+        let (first, failures) = (first?, failures?);
+        if let (Some(fresh), Some(max_age)) = (fresh?, self.max_age) {
+            check_fresh(&fresh, max_age)?;
+        }
+        let (first, failures) = (
+            first.require(&self.first)?,
+            failures.require(&self.failures)?,
+        );
+        let (first, failures) = match self.mode {
+            PromqlMode::Cumulative => (first, failures),
+            PromqlMode::Increase => {
+                for (expr, v) in [(&self.first, first), (&self.failures, failures)] {
+                    if !(v.is_finite() && v >= 0.0) {
+                        return Err(SignalError::Format(format!(
+                            "`{expr}` returned {v}; an increase must be a finite number >= 0"
+                        )));
+                    }
+                }
+                let mut totals = crate::telemetry::lock(&self.totals);
+                totals.0 += first;
+                totals.1 += failures;
+                *totals
+            }
+        };
+        Ok(Counters {
+            first,
+            failures,
+            successes_form: self.successes_form,
+            offer: None,
+        })
+    }
+
+    /// One instant query.
+    async fn query(&self, expr: &str) -> Result<Answer, SignalError> {
+        let request = self
+            .client
+            .get(&self.endpoint)
+            .query(&[("query", expr)])
+            .headers(self.headers.clone());
+        match fetch_text(request, self.timeout, MAX_ANSWER_BYTES).await {
+            Ok(body) => parse_answer(&body),
+            // Prometheus explains a bad query in the body of a 400/422; fetch
+            // the explanation so the log says what is wrong with the query.
+            Err(SignalError::Status(code)) if code == 400 || code == 422 => {
+                Err(SignalError::Format(format!(
+                    "the server rejected `{expr}` (HTTP {code}){}",
+                    self.explain(expr).await
+                )))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The error text of a rejected query, best effort and bounded.
+    async fn explain(&self, expr: &str) -> String {
+        let request = self
+            .client
+            .get(&self.endpoint)
+            .query(&[("query", expr)])
+            .headers(self.headers.clone());
+        let fut = async {
+            let resp = request.send().await.ok()?;
+            let text = resp.text().await.ok()?;
+            let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+            v.get("error")
+                .and_then(|e| e.as_str())
+                .map(|e| format!(": {}", e.chars().take(300).collect::<String>()))
+        };
+        tokio::time::timeout(self.timeout, fut)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+}
+
+fn header_map(cfg: &PromqlSignalConfig) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    for (k, v) in &cfg.headers {
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header `{k}`: {e}"))?;
+        let value = HeaderValue::from_str(v).map_err(|e| format!("header `{k}`: {e}"))?;
+        headers.insert(name, value);
+    }
+    if let Some(org) = &cfg.org_id {
+        let value = HeaderValue::from_str(org).map_err(|e| format!("org_id: {e}"))?;
+        headers.insert(HeaderName::from_static("x-scope-orgid"), value);
+    }
+    if let Some(t) = token::read(
+        cfg.bearer_token_file.as_deref(),
+        cfg.bearer_token_env.as_deref(),
+    )? {
+        let mut value = HeaderValue::from_str(&format!("Bearer {t}"))
+            .map_err(|_| "the bearer token holds characters not allowed in a header".to_string())?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    if let Some(user) = &cfg.basic_auth_user {
+        let password = token::read(
+            cfg.basic_auth_password_file.as_deref(),
+            cfg.basic_auth_password_env.as_deref(),
+        )?
+        .ok_or("basic auth needs a password")?;
+        let mut value = HeaderValue::from_str(&token::basic(user, &password)).map_err(|_| {
+            "the basic auth user holds characters not allowed in a header".to_string()
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    Ok(headers)
+}
+
+/// One query's answer: the values of its result and the evaluation time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The evaluation time (seconds since the Unix epoch).
+    pub at: f64,
+    /// One value per series (a scalar answer gives one).
+    pub values: Vec<f64>,
+}
+
+impl Answer {
+    /// The sum over the result; an empty result is no signal.
+    pub fn require(&self, expr: &str) -> Result<f64, SignalError> {
+        if self.values.is_empty() {
+            return Err(SignalError::MissingSeries(expr.to_string()));
+        }
+        Ok(self.values.iter().sum())
+    }
+}
+
+/// Parses the JSON of `/api/v1/query`.
+pub fn parse_answer(body: &str) -> Result<Answer, SignalError> {
+    #[derive(Deserialize)]
+    struct Envelope {
+        status: String,
+        data: Option<Data>,
+        error: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Data {
+        result_type: String,
+        result: serde_json::Value,
+    }
+    let env: Envelope = serde_json::from_str(body).map_err(|e| {
+        SignalError::Format(format!(
+            "not a Prometheus API answer ({e}); is `url` the base of the HTTP API, e.g. http://prometheus:9090?"
+        ))
+    })?;
+    if env.status != "success" {
+        return Err(SignalError::Format(format!(
+            "the query failed: {}",
+            env.error.unwrap_or_else(|| env.status.clone())
+        )));
+    }
+    let data = env
+        .data
+        .ok_or_else(|| SignalError::Format("the answer has no `data`".into()))?;
+    let point = |v: &serde_json::Value| -> Result<(f64, f64), SignalError> {
+        let pair = v.as_array().filter(|a| a.len() == 2).ok_or_else(|| {
+            SignalError::Format(format!("a sample is not [time, \"value\"]: {v}"))
+        })?;
+        let at = pair[0]
+            .as_f64()
+            .ok_or_else(|| SignalError::Format(format!("bad sample time: {}", pair[0])))?;
+        let value = pair[1]
+            .as_str()
+            .and_then(parse_go_float)
+            .ok_or_else(|| SignalError::Format(format!("bad sample value: {}", pair[1])))?;
+        Ok((at, value))
+    };
+    match data.result_type.as_str() {
+        "vector" => {
+            let series = data
+                .result
+                .as_array()
+                .ok_or_else(|| SignalError::Format("`result` is not a list".into()))?;
+            let mut at = 0.0_f64;
+            let mut values = Vec::with_capacity(series.len());
+            for s in series {
+                let (t, v) = point(
+                    s.get("value")
+                        .ok_or_else(|| SignalError::Format("a series has no `value`".into()))?,
+                )?;
+                at = at.max(t);
+                values.push(v);
+            }
+            Ok(Answer { at, values })
+        }
+        "scalar" => {
+            let (at, v) = point(&data.result)?;
+            Ok(Answer {
+                at,
+                values: vec![v],
+            })
+        }
+        other => Err(SignalError::Format(format!(
+            "the query returned a {other}; it must return an instant vector or a scalar \
+             (drop any [range] outside a function such as increase())"
+        ))),
+    }
+}
+
+/// Prometheus writes floats the way Go does: `NaN`, `+Inf`, `-Inf`, `1e+06`.
+fn parse_go_float(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "+Inf" | "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        _ => s.parse().ok(),
+    }
+}
+
+/// Fails when the newest sample the freshness query reports is older than
+/// `max_age` at the answer's evaluation time.
+pub fn check_fresh(fresh: &Answer, max_age: Duration) -> Result<(), SignalError> {
+    let newest = fresh
+        .values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
+    if !newest.is_finite() {
+        // No series at all: the value queries report that as missing.
+        return Ok(());
+    }
+    let age = fresh.at - newest;
+    if age > max_age.as_secs_f64() {
+        return Err(SignalError::Stale(format!(
+            "the newest sample is {age:.1}s old, older than max_age {}; is the tool still \
+             reporting, and is the scrape or remote-write interval shorter than the window?",
+            humantime::format_duration(max_age)
+        )));
+    }
+    Ok(())
+}
+
+/// The freshness query for a set of expressions: the *oldest* among the
+/// newest samples of each selector they read, so one dead series is enough
+/// to make the signal stale. `None` when they read no series.
+pub fn freshness_query(exprs: &[&str]) -> Option<String> {
+    let mut selectors: Vec<String> = Vec::new();
+    for e in exprs {
+        for s in selectors_in(e) {
+            if !selectors.contains(&s) {
+                selectors.push(s);
+            }
+        }
+    }
+    match selectors.len() {
+        0 => None,
+        1 => Some(format!("max(timestamp({}))", selectors[0])),
+        _ => Some(format!(
+            "min({})",
+            selectors
+                .iter()
+                .enumerate()
+                .map(|(i, s)| format!(
+                    "label_replace(max(timestamp({s})), \"tg_selector\", \"{i}\", \"\", \"\")"
+                ))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
+    }
+}
+
+/// The vector selectors in a PromQL expression (`name{...}` or `{...}`),
+/// without range, offset or `@` modifiers.
+///
+/// A light lexer, not a parser: identifiers followed by `(` are functions
+/// or aggregations; the label lists after `by`, `without`, `on`, `ignoring`,
+/// `group_left` and `group_right` are skipped; keywords and numbers are not
+/// selectors. Enough to find what a counter expression reads; give
+/// `freshness` explicitly for anything it misreads.
+pub fn selectors_in(expr: &str) -> Vec<String> {
+    const KEYWORDS: &[&str] = &[
+        "and",
+        "or",
+        "unless",
+        "bool",
+        "offset",
+        "inf",
+        "nan",
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "start",
+        "end",
+    ];
+    const LABEL_LISTS: &[&str] = &[
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+    ];
+    const AGGREGATIONS: &[&str] = &[
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
+    ];
+    let chars: Vec<char> = expr.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let skip_ws = |mut j: usize| {
+        while j < chars.len() && chars[j].is_whitespace() {
+            j += 1;
+        }
+        j
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' || c == '\'' || c == '`' {
+            i = skip_string(&chars, i);
+        } else if c == '#' {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '[' {
+            while i < chars.len() && chars[i] != ']' {
+                i += 1;
+            }
+            i += 1;
+        } else if c == '{' {
+            let end = skip_braces(&chars, i);
+            out.push(chars[i..end].iter().collect());
+            i = end;
+        } else if c.is_ascii_digit()
+            || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
+        {
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '.' || chars[i] == '_')
+            {
+                i += 1;
+            }
+            // An exponent sign: 1e+06.
+            if i < chars.len()
+                && (chars[i] == '+' || chars[i] == '-')
+                && matches!(chars[i - 1], 'e' | 'E')
+            {
+                i += 1;
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let next = skip_ws(i);
+            let lower = word.to_ascii_lowercase();
+            if LABEL_LISTS.contains(&lower.as_str()) {
+                if next < chars.len() && chars[next] == '(' {
+                    i = skip_parens(&chars, next);
+                }
+            } else if KEYWORDS.contains(&lower.as_str()) {
+                // `offset 5m`, `bool`, `and`: nothing to read.
+            } else if next < chars.len() && chars[next] == '(' {
+                // A function or an aggregation: its arguments follow.
+            } else if AGGREGATIONS.contains(&lower.as_str()) && grouping_follows(&chars, next) {
+                // `sum by (job) (...)`: the modifier comes first.
+            } else if next < chars.len() && chars[next] == '{' {
+                let end = skip_braces(&chars, next);
+                let braces: String = chars[next..end].iter().collect();
+                out.push(format!("{word}{braces}"));
+                i = end;
+            } else {
+                out.push(word);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether `by` or `without` starts at `at`.
+fn grouping_follows(chars: &[char], at: usize) -> bool {
+    ["by", "without"].iter().any(|kw| {
+        let end = at + kw.len();
+        end <= chars.len()
+            && chars[at..end]
+                .iter()
+                .collect::<String>()
+                .eq_ignore_ascii_case(kw)
+            && chars
+                .get(end)
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    })
+}
+
+fn skip_string(chars: &[char], start: usize) -> usize {
+    string_end(chars, start).unwrap_or(chars.len())
+}
+
+/// The index after the closing quote of the string at `start`, if closed.
+fn string_end(chars: &[char], start: usize) -> Option<usize> {
+    let quote = chars[start];
+    let mut i = start + 1;
+    while i < chars.len() {
+        if chars[i] == '\\' && quote != '`' {
+            i += 2;
+            continue;
+        }
+        if chars[i] == quote {
+            return Some(i + 1);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn skip_braces(chars: &[char], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < chars.len() {
+        match chars[i] {
+            '"' | '\'' | '`' => i = skip_string(chars, i),
+            '}' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    chars.len()
+}
+
+fn skip_parens(chars: &[char], start: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < chars.len() {
+        match chars[i] {
+            '"' | '\'' | '`' => {
+                i = skip_string(chars, i);
+                continue;
+            }
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    chars.len()
+}
+
+/// A cheap check that catches typos before the server does: brackets and
+/// quotes must balance.
+fn check_balanced(expr: &str) -> Result<(), String> {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut stack = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '"' | '\'' | '`' => {
+                match string_end(&chars, i) {
+                    Some(end) => i = end,
+                    None => return Err(format!("unterminated string at column {}", i + 1)),
+                }
+                continue;
+            }
+            c @ ('(' | '[' | '{') => stack.push((c, i)),
+            c @ (')' | ']' | '}') => {
+                let want = match c {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                match stack.pop() {
+                    Some((open, _)) if open == want => {}
+                    _ => return Err(format!("unbalanced `{c}` at column {}", i + 1)),
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    match stack.pop() {
+        Some((c, at)) => Err(format!("`{c}` at column {} is never closed", at + 1)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_are_found_in_counter_expressions() {
+        let cases: &[(&str, &[&str])] = &[
+            ("sim_attempts_total", &["sim_attempts_total"]),
+            (
+                r#"sum(sim_requests_total{outcome="failure", route=~"/a|/b"})"#,
+                &[r#"sim_requests_total{outcome="failure", route=~"/a|/b"}"#],
+            ),
+            (
+                "sum by (instance) (rate(k6_http_reqs_total{expected_response=\"false\"}[1m]))",
+                &["k6_http_reqs_total{expected_response=\"false\"}"],
+            ),
+            (
+                "sum(increase(a_total[2s])) + sum without (pod) (b_total offset 1m) * 1e+06",
+                &["a_total", "b_total"],
+            ),
+            (
+                r#"a / on(job) group_left(team) b{x="}{"} and bool c > 0.5"#,
+                &["a", r#"b{x="}{"}"#, "c"],
+            ),
+            (
+                r#"{__name__="x", job="y"}"#,
+                &[r#"{__name__="x", job="y"}"#],
+            ),
+            ("vector(1) + scalar(time())", &[]),
+            ("sum without(pod) (x_total)", &["x_total"]),
+        ];
+        for (expr, want) in cases {
+            assert_eq!(selectors_in(expr), *want, "{expr}");
+        }
+    }
+
+    #[test]
+    fn freshness_takes_the_oldest_newest_sample() {
+        assert_eq!(
+            freshness_query(&["sum(a)", "sum(a)"]).unwrap(),
+            "max(timestamp(a))"
+        );
+        let q = freshness_query(&["sum(a)", "sum(b{o=\"f\"})"]).unwrap();
+        assert!(q.starts_with("min(label_replace(max(timestamp(a))"), "{q}");
+        assert!(q.contains("max(timestamp(b{o=\"f\"}))"), "{q}");
+        assert!(freshness_query(&["vector(0)"]).is_none());
+    }
+
+    #[test]
+    fn answers_parse_vectors_scalars_and_errors() {
+        let v = r#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"a":"1"},"value":[1700000000.5,"10"]},
+            {"metric":{"a":"2"},"value":[1700000000.5,"2.5"]}]}}"#;
+        let a = parse_answer(v).unwrap();
+        assert_eq!(a.at, 1700000000.5);
+        assert_eq!(a.require("x").unwrap(), 12.5);
+
+        let s = r#"{"status":"success","data":{"resultType":"scalar","result":[1.5,"+Inf"]}}"#;
+        assert_eq!(parse_answer(s).unwrap().values, vec![f64::INFINITY]);
+
+        let empty = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+        let e = parse_answer(empty).unwrap().require("nope").unwrap_err();
+        assert_eq!(e.error_type(), "missing_series");
+
+        let m = r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#;
+        assert!(parse_answer(m)
+            .unwrap_err()
+            .to_string()
+            .contains("instant vector"));
+
+        let bad = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
+        assert!(parse_answer(bad)
+            .unwrap_err()
+            .to_string()
+            .contains("parse error"));
+
+        let html = "<html>not an api</html>";
+        assert!(parse_answer(html)
+            .unwrap_err()
+            .to_string()
+            .contains("base of the HTTP API"));
+    }
+
+    #[test]
+    fn a_sample_older_than_max_age_is_stale() {
+        let fresh = Answer {
+            at: 100.0,
+            values: vec![97.0, 99.5],
+        };
+        assert!(check_fresh(&fresh, Duration::from_secs(1)).is_ok());
+        let old = Answer {
+            at: 100.0,
+            values: vec![95.0],
+        };
+        let e = check_fresh(&old, Duration::from_secs(2)).unwrap_err();
+        assert_eq!(e.error_type(), "stale");
+        assert!(e.to_string().contains("5.0s old"), "{e}");
+    }
+
+    #[test]
+    fn resolve_fills_window_and_max_age() {
+        let mut cfg: PromqlSignalConfig = toml::from_str(
+            r#"url = "http://p:9090"
+               attempts = "sum(increase(a[{{window}}]))"
+               failures = "sum(increase(f[{{window}}]))"
+               mode = "increase""#,
+        )
+        .unwrap();
+        cfg.resolve(Duration::from_millis(2500));
+        assert_eq!(cfg.attempts.as_deref(), Some("sum(increase(a[2500ms]))"));
+        assert_eq!(cfg.max_age, Some(Duration::from_millis(2500)));
+        assert_eq!(promql_duration(Duration::from_secs(3)), "3s");
+    }
+
+    #[test]
+    fn promql_and_push_targets_are_validated_by_field() {
+        let target = |signal: &str, read_back: bool| {
+            format!(
+                "[[targets]]\nname = \"t\"\nknob = \"rate\"\nfloor = 1\nhigh = 0.05\n\
+                 [targets.signal]\n{signal}\n\
+                 [targets.control]\nkind = \"http\"\nurl = \"http://127.0.0.1:1/r\"\n{}",
+                if read_back {
+                    "[targets.control.read_back]\nurl = \"http://127.0.0.1:1/r\"\njson_pointer = \"/r\"\n"
+                } else {
+                    ""
+                }
+            )
+        };
+        let ok = target(
+            "kind = \"promql\"\nurl = \"http://p:9090\"\nattempts = 'sum(a)'\nfailures = 'sum(b)'",
+            true,
+        );
+        crate::config::Config::parse(&ok).unwrap();
+        let bad = target(
+            "kind = \"promql\"\nurl = \"p:9090\"\nattempts = 'sum(a'\nfailures = 'sum(b)'\nmax_age = \"0s\"",
+            false,
+        );
+        let err = crate::config::Config::parse(&bad).unwrap_err().to_string();
+        for field in [
+            "targets[t].signal.url",
+            "targets[t].signal.attempts: `sum(a` is not valid PromQL",
+            "targets[t].signal.max_age",
+            "targets[t].control.read_back",
+        ] {
+            assert!(err.contains(field), "{field} missing in:\n{err}");
+        }
+        let push = target(
+            "kind = \"push\"\njob = \"nb\"\nattempts = 'x'\nfailures = 'y{'",
+            true,
+        );
+        let err = crate::config::Config::parse(&push).unwrap_err().to_string();
+        assert!(err.contains("cumulative"), "{err}");
+        let push = target(
+            "kind = \"push\"\njob = \"\"\nlabels = { job = \"x\" }\nsuccesses = 'x'\nattempts = 'x'\nfailures = 'y{'\ncumulative = false",
+            true,
+        );
+        let err = crate::config::Config::parse(&push).unwrap_err().to_string();
+        for field in [
+            "signal.job",
+            "signal.labels",
+            "signal.successes: give either",
+            "signal.failures: bad selector",
+        ] {
+            assert!(err.contains(field), "{field} missing in:\n{err}");
+        }
+    }
+
+    #[test]
+    fn auth_and_tenant_become_headers() {
+        let dir = std::env::temp_dir().join(format!("tg-basic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("password");
+        std::fs::write(&file, "open sesame\n").unwrap();
+        let cfg: PromqlSignalConfig = toml::from_str(&format!(
+            r#"url = "http://p:9090"
+               attempts = "sum(a)"
+               failures = "sum(b)"
+               org_id = "tenant-1"
+               basic_auth_user = "Aladdin"
+               basic_auth_password_file = "{}""#,
+            file.display()
+        ))
+        .unwrap();
+        assert!(cfg.problems().is_empty(), "{:?}", cfg.problems());
+        let h = header_map(&cfg).unwrap();
+        assert_eq!(h["authorization"], "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert!(h["authorization"].is_sensitive());
+        assert_eq!(h["x-scope-orgid"], "tenant-1");
+        let mut both = cfg.clone();
+        both.bearer_token_file = Some(file.clone());
+        assert!(both.problems().iter().any(|(_, e)| e.contains("not both")));
+        let mut no_password = cfg;
+        no_password.basic_auth_password_file = None;
+        assert!(no_password
+            .problems()
+            .iter()
+            .any(|(_, e)| e.contains("needs a password")));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn typos_are_caught_before_the_server_sees_them() {
+        assert!(check_balanced("sum(rate(x[1m]))").is_ok());
+        assert!(check_balanced(r#"x{a="(}"}"#).is_ok());
+        assert!(check_balanced("sum(x")
+            .unwrap_err()
+            .contains("never closed"));
+        assert!(check_balanced("x{a=\"b}").is_err());
+        assert!(check_balanced("x]").is_err());
+    }
+}

@@ -1,0 +1,881 @@
+//! Push signal: Prometheus text pushed to the controller, Pushgateway-style.
+//!
+//! Why it exists: NoSQLBench, nmbrs, Artillery and many scripts never serve
+//! a scrape endpoint; they push Prometheus text to a Pushgateway. The
+//! controller accepts the same pushes itself, on its own listener, at the
+//! Pushgateway paths (`PUT`/`POST`/`DELETE /metrics/job/<job>{/<label>/<value>}`,
+//! with `@base64` segments), so those tools need no extra component.
+//!
+//! How a push becomes counters: each `kind = "push"` target registers an
+//! [`Inbox`] naming a job and grouping labels (a subset match). A push
+//! whose grouping key matches is evaluated against the inbox's selectors
+//! once, at ingest, and only the two sums are kept:
+//! - `cumulative = true`: the pushed values are cumulative counters; the
+//!   latest sums are kept per grouping key (`PUT` replaces a group, `POST`
+//!   replaces the metrics it names, `DELETE` drops the group), and a read sums
+//!   them over every matching group, so many pushers can feed one target.
+//! - `cumulative = false`: every push carries one interval's counts; they
+//!   are added to running totals at ingest, so a read sees cumulative
+//!   counters whose window deltas are the sum of the pushes in the window.
+//!
+//! A target that has received nothing within `max_age` (default: one
+//! window) has no signal ([`SignalError::Stale`]).
+//!
+//! Guards: a body-size limit enforced while reading, a sample limit, a cap
+//! on grouping keys per target, and an optional bearer token
+//! ([`super::token`]).
+//!
+//! What it may touch: nothing but its own state; the HTTP handler
+//! ([`handle`]) is mounted by [`crate::telemetry::server`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::exposition::{for_each_sample, is_label_name, Limits};
+use super::selector::Selector;
+use super::{token, Counters, SignalError};
+use crate::telemetry::lock;
+use crate::telemetry::metrics::{Metrics, PushLabels};
+
+/// Grouping keys kept per target; more pushers than this are refused.
+pub const MAX_GROUPS_PER_TARGET: usize = 10_000;
+
+/// `kind = "push"`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushSignalConfig {
+    /// The `job` of the push path.
+    pub job: String,
+    /// Grouping labels a push must carry (a subset match; pushes from every
+    /// matching group are summed).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Selector of all resolved attempts, over the pushed samples.
+    pub attempts: Option<String>,
+    /// Selector of successful attempts (alternative to `attempts`).
+    pub successes: Option<String>,
+    /// Selector of failed attempts.
+    pub failures: String,
+    /// `true`: pushes carry cumulative counters; `false`: each push carries
+    /// one interval's counts (per-push deltas).
+    pub cumulative: bool,
+    /// Nothing pushed for this long is no signal (default: the window).
+    #[serde(
+        default,
+        deserialize_with = "crate::config::de_opt_duration",
+        serialize_with = "crate::config::ser_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_age: Option<Duration>,
+}
+
+impl PushSignalConfig {
+    /// `max_age` defaults to the target's window.
+    pub fn resolve(&mut self, window: Duration) {
+        self.max_age.get_or_insert(window);
+    }
+
+    /// Every problem, as (field, reason), with fields relative to `signal`.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.job.is_empty() {
+            out.push(("job", "must not be empty".to_string()));
+        }
+        for name in self.labels.keys() {
+            if !is_label_name(name) || name == "job" {
+                out.push((
+                    "labels",
+                    format!("`{name}` is not a grouping label name (and `job` is set by `job`)"),
+                ));
+            }
+        }
+        match (&self.attempts, &self.successes) {
+            (None, None) => out.push((
+                "attempts",
+                "give `attempts` (all resolved attempts) or `successes`".to_string(),
+            )),
+            (Some(_), Some(_)) => out.push((
+                "successes",
+                "give either `attempts` or `successes`, not both".to_string(),
+            )),
+            _ => {}
+        }
+        for (field, sel) in [
+            ("attempts", self.attempts.as_deref()),
+            ("successes", self.successes.as_deref()),
+            ("failures", Some(self.failures.as_str())),
+        ] {
+            if let Some(sel) = sel {
+                if let Err(e) = sel.parse::<Selector>() {
+                    out.push((field, format!("bad selector `{sel}`: {e}")));
+                }
+            }
+        }
+        if self.max_age.is_some_and(|d| d.is_zero()) {
+            out.push(("max_age", "must be longer than 0s".to_string()));
+        }
+        out
+    }
+}
+
+/// `[server.push]`: the push endpoint's guards.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushServerConfig {
+    /// The largest push body accepted.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// The most samples one push may hold.
+    #[serde(default = "default_max_samples")]
+    pub max_samples: usize,
+    /// A file holding the bearer token pushers must present.
+    pub bearer_token_file: Option<PathBuf>,
+    /// An environment variable holding that token.
+    pub bearer_token_env: Option<String>,
+}
+
+impl Default for PushServerConfig {
+    fn default() -> Self {
+        PushServerConfig {
+            max_body_bytes: default_max_body_bytes(),
+            max_samples: default_max_samples(),
+            bearer_token_file: None,
+            bearer_token_env: None,
+        }
+    }
+}
+
+fn default_max_body_bytes() -> usize {
+    1024 * 1024
+}
+fn default_max_samples() -> usize {
+    100_000
+}
+
+impl PushServerConfig {
+    /// Every problem, as (field, reason), with fields relative to `server.push`.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.max_body_bytes == 0 {
+            out.push(("max_body_bytes", "must be at least 1".to_string()));
+        }
+        if self.max_samples == 0 {
+            out.push(("max_samples", "must be at least 1".to_string()));
+        }
+        if let Err(e) = token::check(
+            self.bearer_token_file.as_deref(),
+            self.bearer_token_env.as_deref(),
+        ) {
+            out.push(("bearer_token_file", e));
+        }
+        out
+    }
+}
+
+/// Why a push was refused. Each maps to an HTTP status and a bounded label.
+#[derive(Debug, Error)]
+pub enum PushError {
+    /// No or the wrong bearer token.
+    #[error("a valid bearer token is required")]
+    Unauthorized,
+    /// The body exceeded the limit.
+    #[error("the push is larger than the {0}-byte limit ([server.push] max_body_bytes)")]
+    TooLarge(usize),
+    /// A format other than Prometheus text.
+    #[error("only the Prometheus text format is accepted (got content type `{0}`)")]
+    Unsupported(String),
+    /// The path is not `/metrics/job/<job>{/<label>/<value>}`.
+    #[error("bad push path: {0}")]
+    Path(String),
+    /// The body is not valid exposition text.
+    #[error("cannot parse the push: {0}")]
+    Parse(#[from] super::exposition::ExpositionError),
+    /// A pushed sample carries a grouping label with another value.
+    #[error("pushed label {label}=\"{pushed}\" conflicts with the grouping key's \"{key}\"")]
+    Conflict {
+        /// The label.
+        label: String,
+        /// Its value in the sample.
+        pushed: String,
+        /// Its value in the path.
+        key: String,
+    },
+    /// No target reads this job and grouping key.
+    #[error(
+        "no target reads job `{0}` with these grouping labels (signal.kind = \"push\", signal.job)"
+    )]
+    NoTarget(String),
+    /// Targets read this group, but the push lacks their series.
+    #[error("no target could use the push: {0}")]
+    Unusable(String),
+}
+
+impl PushError {
+    fn status(&self) -> StatusCode {
+        match self {
+            PushError::Unauthorized => StatusCode::UNAUTHORIZED,
+            PushError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            PushError::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            PushError::Path(_) | PushError::Parse(_) | PushError::Conflict { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            PushError::NoTarget(_) => StatusCode::NOT_FOUND,
+            PushError::Unusable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
+
+    /// A bounded label for `throttle_push_requests_total{result}`.
+    pub fn result(&self) -> &'static str {
+        match self {
+            PushError::Unauthorized => "unauthorized",
+            PushError::TooLarge(_) => "too_large",
+            PushError::Unsupported(_) => "unsupported",
+            PushError::Path(_) | PushError::Parse(_) | PushError::Conflict { .. } => "bad_request",
+            PushError::NoTarget(_) => "no_target",
+            PushError::Unusable(_) => "unusable",
+        }
+    }
+}
+
+/// The push method, as Pushgateway defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushMethod {
+    /// Replace the whole group.
+    Put,
+    /// Replace the metrics the push names.
+    Post,
+    /// Drop the group.
+    Delete,
+}
+
+/// A grouping key: the job and the other labels of the path, sorted.
+pub type GroupingKey = BTreeMap<String, String>;
+
+/// Parses `job/<job>{/<label>/<value>}` (the path after `/metrics/`).
+pub fn parse_grouping(path: &str) -> Result<GroupingKey, PushError> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    if segments.len() < 2 || segments.len() % 2 != 0 {
+        return Err(PushError::Path(
+            "expected /metrics/job/<job>{/<label>/<value>}".into(),
+        ));
+    }
+    let mut key = GroupingKey::new();
+    for (i, pair) in segments.chunks(2).enumerate() {
+        let raw_name = percent_decode(pair[0])
+            .ok_or_else(|| PushError::Path(format!("bad escape in `{}`", pair[0])))?;
+        let (name, value) = match raw_name.strip_suffix("@base64") {
+            Some(name) => (name.to_string(), base64url_decode(pair[1])?),
+            None => (
+                raw_name.clone(),
+                percent_decode(pair[1])
+                    .ok_or_else(|| PushError::Path(format!("bad escape in `{}`", pair[1])))?,
+            ),
+        };
+        if i == 0 && name != "job" {
+            return Err(PushError::Path(
+                "the path must start with /metrics/job/".into(),
+            ));
+        }
+        if !is_label_name(&name) {
+            return Err(PushError::Path(format!("`{name}` is not a label name")));
+        }
+        if name == "job" && value.is_empty() {
+            return Err(PushError::Path("the job must not be empty".into()));
+        }
+        if key.insert(name.clone(), value).is_some() {
+            return Err(PushError::Path(format!("label `{name}` given twice")));
+        }
+    }
+    Ok(key)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Base64 as Pushgateway takes it: URL-safe or standard alphabet, padding
+/// optional (`=` alone is the empty string).
+fn base64url_decode(s: &str) -> Result<String, PushError> {
+    let bad = || PushError::Path(format!("`{s}` is not base64"));
+    let s = percent_decode(s).ok_or_else(bad)?;
+    let mut bits = 0u32;
+    let mut nbits = 0;
+    let mut out = Vec::new();
+    for c in s.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return Err(bad()),
+        };
+        bits = (bits << 6) | u32::from(v);
+        nbits += 6;
+        if nbits >= 8 {
+            nbits -= 8;
+            out.push((bits >> nbits) as u8);
+            bits &= (1 << nbits) - 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| bad())
+}
+
+/// One target's view of the pushes.
+#[derive(Debug)]
+pub struct Inbox {
+    job: String,
+    labels: BTreeMap<String, String>,
+    first: Selector,
+    successes_form: bool,
+    failures: Selector,
+    cumulative: bool,
+    max_age: Option<Duration>,
+    state: Mutex<InboxState>,
+}
+
+#[derive(Debug, Default)]
+struct InboxState {
+    /// Cumulative mode: the latest sums per grouping key.
+    groups: BTreeMap<GroupingKey, (Option<f64>, Option<f64>)>,
+    /// Delta mode: the running totals.
+    totals: (f64, f64),
+    last_push: Option<Instant>,
+}
+
+impl Inbox {
+    fn reads(&self, key: &GroupingKey) -> bool {
+        key.get("job") == Some(&self.job) && self.labels.iter().all(|(k, v)| key.get(k) == Some(v))
+    }
+
+    /// The counters as of the latest push.
+    fn read(&self) -> Result<Counters, SignalError> {
+        let st = lock(&self.state);
+        let Some(last) = st.last_push else {
+            return Err(SignalError::Stale(format!(
+                "nothing pushed yet to /metrics/job/{}{}",
+                self.job,
+                self.labels
+                    .iter()
+                    .map(|(k, v)| format!("/{k}/{v}"))
+                    .collect::<String>()
+            )));
+        };
+        if let Some(max_age) = self.max_age {
+            let age = last.elapsed();
+            if age > max_age {
+                return Err(SignalError::Stale(format!(
+                    "the last push to job `{}` was {:.1}s ago, longer than max_age {}",
+                    self.job,
+                    age.as_secs_f64(),
+                    humantime::format_duration(max_age)
+                )));
+            }
+        }
+        let (first, failures) = if self.cumulative {
+            if st.groups.is_empty() {
+                return Err(SignalError::Stale(format!(
+                    "every group of job `{}` was deleted",
+                    self.job
+                )));
+            }
+            let mut sums = (0.0, 0.0);
+            for (a, f) in st.groups.values() {
+                sums.0 += a.ok_or_else(|| SignalError::MissingSeries(self.first.to_string()))?;
+                sums.1 += f.ok_or_else(|| SignalError::MissingSeries(self.failures.to_string()))?;
+            }
+            sums
+        } else {
+            st.totals
+        };
+        Ok(Counters {
+            first,
+            failures,
+            successes_form: self.successes_form,
+            offer: None,
+        })
+    }
+}
+
+/// A `kind = "push"` source: reads its inbox.
+#[derive(Debug, Clone)]
+pub struct PushSource {
+    inbox: Arc<Inbox>,
+}
+
+impl PushSource {
+    /// Builds the source; [`PushStore::register`] connects it to the listener.
+    pub fn new(cfg: &PushSignalConfig) -> Result<Self, String> {
+        let parse = |s: &str| {
+            s.parse::<Selector>()
+                .map_err(|e| format!("selector `{s}`: {e}"))
+        };
+        let (first, successes_form) = match (&cfg.attempts, &cfg.successes) {
+            (Some(a), None) => (parse(a)?, false),
+            (None, Some(s)) => (parse(s)?, true),
+            _ => return Err("give exactly one of `attempts` and `successes`".into()),
+        };
+        Ok(PushSource {
+            inbox: Arc::new(Inbox {
+                job: cfg.job.clone(),
+                labels: cfg.labels.clone(),
+                first,
+                successes_form,
+                failures: parse(&cfg.failures)?,
+                cumulative: cfg.cumulative,
+                max_age: cfg.max_age,
+                state: Mutex::new(InboxState::default()),
+            }),
+        })
+    }
+
+    /// The counters as of the latest push.
+    pub async fn read(&self) -> Result<Counters, SignalError> {
+        self.inbox.read()
+    }
+
+    /// The inbox, to register with a [`PushStore`].
+    pub fn inbox(&self) -> &Arc<Inbox> {
+        &self.inbox
+    }
+}
+
+/// The push endpoint's state: the guards, and the inboxes of the running
+/// targets (held weakly: a stopped target's inbox disappears by itself).
+#[derive(Debug, Default)]
+pub struct PushStore {
+    inner: Mutex<StoreInner>,
+}
+
+#[derive(Debug)]
+struct StoreInner {
+    inboxes: Vec<Weak<Inbox>>,
+    max_body_bytes: usize,
+    max_samples: usize,
+    token: Option<String>,
+}
+
+impl Default for StoreInner {
+    fn default() -> Self {
+        StoreInner {
+            inboxes: Vec::new(),
+            max_body_bytes: default_max_body_bytes(),
+            max_samples: default_max_samples(),
+            token: None,
+        }
+    }
+}
+
+impl PushStore {
+    /// Applies `[server.push]` (reads the token now).
+    pub fn configure(&self, cfg: &PushServerConfig) -> Result<(), String> {
+        let token = token::read(
+            cfg.bearer_token_file.as_deref(),
+            cfg.bearer_token_env.as_deref(),
+        )?;
+        let mut inner = lock(&self.inner);
+        inner.max_body_bytes = cfg.max_body_bytes;
+        inner.max_samples = cfg.max_samples;
+        inner.token = token;
+        Ok(())
+    }
+
+    /// Routes matching pushes to `inbox` while it is alive.
+    pub fn register(&self, inbox: &Arc<Inbox>) {
+        let mut inner = lock(&self.inner);
+        inner.inboxes.retain(|w| w.strong_count() > 0);
+        inner.inboxes.push(Arc::downgrade(inbox));
+    }
+
+    fn guards(&self) -> (usize, usize, Option<String>) {
+        let inner = lock(&self.inner);
+        (inner.max_body_bytes, inner.max_samples, inner.token.clone())
+    }
+
+    fn readers(&self, key: &GroupingKey) -> Vec<Arc<Inbox>> {
+        let mut inner = lock(&self.inner);
+        inner.inboxes.retain(|w| w.strong_count() > 0);
+        inner
+            .inboxes
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|i| i.reads(key))
+            .collect()
+    }
+
+    /// Applies one push (already authorized and size-checked); returns how
+    /// many targets took it.
+    pub fn ingest(
+        &self,
+        method: PushMethod,
+        grouping: &str,
+        body: &str,
+    ) -> Result<usize, PushError> {
+        let key = parse_grouping(grouping)?;
+        let readers = self.readers(&key);
+        let job = key.get("job").cloned().unwrap_or_default();
+        if readers.is_empty() {
+            return Err(PushError::NoTarget(job));
+        }
+        let now = Instant::now();
+        if method == PushMethod::Delete {
+            for inbox in &readers {
+                let mut st = lock(&inbox.state);
+                st.groups.remove(&key);
+                st.last_push = Some(now);
+            }
+            return Ok(readers.len());
+        }
+        let (_, max_samples, _) = self.guards();
+        // Every reader's two selectors, summed in one pass over the push.
+        let mut sums: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); readers.len()];
+        let mut names: HashSet<String> = HashSet::new();
+        let mut conflict: Option<PushError> = None;
+        let limits = Limits { max_samples };
+        for_each_sample(body, &limits, |sample| {
+            if conflict.is_some() {
+                return;
+            }
+            if !names.contains(sample.name) {
+                names.insert(sample.name.to_string());
+            }
+            for (k, v) in sample.labels {
+                if let Some(kv) = key.get::<str>(k) {
+                    if kv.as_str() != *v {
+                        conflict = Some(PushError::Conflict {
+                            label: k.to_string(),
+                            pushed: v.to_string(),
+                            key: kv.clone(),
+                        });
+                        return;
+                    }
+                }
+            }
+            // The pushed labels plus the grouping labels, as Pushgateway
+            // exposes them.
+            let mut labels: Vec<(&str, &str)> =
+                sample.labels.iter().map(|(k, v)| (*k, *v)).collect();
+            for (k, v) in &key {
+                if sample.label(k).is_none() {
+                    labels.push((k.as_str(), v.as_str()));
+                }
+            }
+            for (inbox, sum) in readers.iter().zip(sums.iter_mut()) {
+                if inbox.first.matches(sample.name, &labels) {
+                    *sum.0.get_or_insert(0.0) += sample.value;
+                }
+                if inbox.failures.matches(sample.name, &labels) {
+                    *sum.1.get_or_insert(0.0) += sample.value;
+                }
+            }
+        })?;
+        if let Some(e) = conflict {
+            return Err(e);
+        }
+        let named = |s: &Selector| s.metric_name().is_none_or(|n| names.contains(n));
+        let mut taken = 0;
+        let mut why = Vec::new();
+        for (inbox, (first, failures)) in readers.iter().zip(sums) {
+            let mut st = lock(&inbox.state);
+            if inbox.cumulative {
+                if !st.groups.contains_key(&key) && st.groups.len() >= MAX_GROUPS_PER_TARGET {
+                    why.push(format!(
+                        "more than {MAX_GROUPS_PER_TARGET} grouping keys for job `{job}`"
+                    ));
+                    continue;
+                }
+                let entry = st.groups.entry(key.clone()).or_insert((None, None));
+                match method {
+                    PushMethod::Put => *entry = (first, failures),
+                    _ => {
+                        if named(&inbox.first) {
+                            entry.0 = first;
+                        }
+                        if named(&inbox.failures) {
+                            entry.1 = failures;
+                        }
+                    }
+                }
+                if first.is_none() && failures.is_none() {
+                    why.push(format!(
+                        "neither `{}` nor `{}` matched a pushed series",
+                        inbox.first, inbox.failures
+                    ));
+                    continue;
+                }
+            } else {
+                // Per-push deltas: a push without both series cannot be
+                // split into attempts and failures, so it is refused.
+                let (Some(a), Some(f)) = (first, failures) else {
+                    why.push(format!(
+                        "per-push deltas need both `{}` and `{}` in every push (push the failure \
+                         counter even when it is 0)",
+                        inbox.first, inbox.failures
+                    ));
+                    continue;
+                };
+                if !(a.is_finite() && f.is_finite() && a >= 0.0 && f >= 0.0) {
+                    why.push(format!("deltas must be finite and >= 0 (got {a}, {f})"));
+                    continue;
+                }
+                st.totals.0 += a;
+                st.totals.1 += f;
+            }
+            st.last_push = Some(now);
+            taken += 1;
+        }
+        if taken == 0 {
+            return Err(PushError::Unusable(why.join("; ")));
+        }
+        Ok(taken)
+    }
+}
+
+/// The HTTP handler of `PUT`/`POST`/`DELETE /metrics/job/...`.
+pub async fn handle(
+    store: &PushStore,
+    metrics: &Metrics,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    let result = receive(store, method, path, headers, body).await;
+    let label = match &result {
+        Ok(_) => "accepted",
+        Err(e) => e.result(),
+    };
+    metrics
+        .push_requests
+        .get_or_create(&PushLabels { result: label })
+        .inc();
+    match result {
+        Ok(_) => StatusCode::OK.into_response(),
+        Err(e) => {
+            let mut resp = (e.status(), format!("{e}\n")).into_response();
+            if matches!(e, PushError::Unauthorized) {
+                resp.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+            }
+            resp
+        }
+    }
+}
+
+async fn receive(
+    store: &PushStore,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<usize, PushError> {
+    let (max_body, _, token) = store.guards();
+    if let Some(expected) = token {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !token::matches(presented.trim(), &expected) {
+            return Err(PushError::Unauthorized);
+        }
+    }
+    let grouping = path.strip_prefix("/metrics/").unwrap_or(path);
+    let method = match *method {
+        Method::PUT => PushMethod::Put,
+        Method::POST => PushMethod::Post,
+        _ => PushMethod::Delete,
+    };
+    if method == PushMethod::Delete {
+        return store.ingest(method, grouping, "");
+    }
+    if let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        if ct.contains("protobuf") {
+            return Err(PushError::Unsupported(ct.to_string()));
+        }
+    }
+    if let Some(enc) = headers.get(header::CONTENT_ENCODING) {
+        let enc = enc.to_str().unwrap_or("?");
+        if enc != "identity" {
+            return Err(PushError::Unsupported(format!("Content-Encoding: {enc}")));
+        }
+    }
+    if headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > max_body)
+    {
+        return Err(PushError::TooLarge(max_body));
+    }
+    let bytes = axum::body::to_bytes(body, max_body)
+        .await
+        .map_err(|_| PushError::TooLarge(max_body))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| {
+        PushError::Path("the body is not UTF-8 text".into()) // reported as bad_request
+    })?;
+    store.ingest(method, grouping, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(cumulative: bool, labels: &[(&str, &str)]) -> PushSource {
+        PushSource::new(&PushSignalConfig {
+            job: "nb".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            attempts: Some("nb_ops_total".into()),
+            successes: None,
+            failures: r#"nb_ops_total{result="error"}"#.into(),
+            cumulative,
+            max_age: Some(Duration::from_secs(60)),
+        })
+        .unwrap()
+    }
+
+    fn body(ok: f64, err: f64) -> String {
+        format!(
+            "# TYPE nb_ops_total counter\nnb_ops_total{{result=\"ok\"}} {ok}\nnb_ops_total{{result=\"error\"}} {err}\n"
+        )
+    }
+
+    fn read(s: &PushSource) -> (f64, f64) {
+        let c = s.inbox.read().unwrap();
+        (c.first, c.failures)
+    }
+
+    #[test]
+    fn grouping_keys_decode_like_pushgateway() {
+        let k = parse_grouping("job/nb/instance/a%3A1/zone@base64/ZXUvd2VzdA==").unwrap();
+        assert_eq!(k["job"], "nb");
+        assert_eq!(k["instance"], "a:1");
+        assert_eq!(k["zone"], "eu/west");
+        let k = parse_grouping("job@base64/bmI/empty@base64/=").unwrap();
+        assert_eq!((k["job"].as_str(), k["empty"].as_str()), ("nb", ""));
+        for bad in [
+            "",
+            "job",
+            "nope/x",
+            "job/",
+            "job/x/a",
+            "job/x/job/y",
+            "job/x/1a/v",
+        ] {
+            assert!(parse_grouping(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cumulative_pushes_sum_over_groups_and_replace_per_group() {
+        let store = PushStore::default();
+        let s = source(true, &[]);
+        store.register(s.inbox());
+        assert_eq!(s.inbox.read().unwrap_err().error_type(), "stale");
+        store
+            .ingest(PushMethod::Put, "job/nb/instance/a", &body(90.0, 10.0))
+            .unwrap();
+        store
+            .ingest(PushMethod::Put, "job/nb/instance/b", &body(45.0, 5.0))
+            .unwrap();
+        assert_eq!(read(&s), (150.0, 15.0));
+        // A newer push of group a replaces a's values only.
+        store
+            .ingest(PushMethod::Put, "job/nb/instance/a", &body(190.0, 20.0))
+            .unwrap();
+        assert_eq!(read(&s), (260.0, 25.0));
+        // POST of another metric keeps a's counters; DELETE drops b.
+        store
+            .ingest(PushMethod::Post, "job/nb/instance/a", "other_metric 1\n")
+            .unwrap_err();
+        assert_eq!(read(&s), (260.0, 25.0));
+        store
+            .ingest(PushMethod::Delete, "job/nb/instance/b", "")
+            .unwrap();
+        assert_eq!(read(&s), (210.0, 20.0));
+    }
+
+    #[test]
+    fn per_push_deltas_accumulate() {
+        let store = PushStore::default();
+        let s = source(false, &[("region", "eu")]);
+        store.register(s.inbox());
+        store
+            .ingest(
+                PushMethod::Post,
+                "job/nb/region/eu/pod/1",
+                &body(40.0, 10.0),
+            )
+            .unwrap();
+        store
+            .ingest(PushMethod::Post, "job/nb/region/eu/pod/2", &body(45.0, 5.0))
+            .unwrap();
+        assert_eq!(read(&s), (100.0, 15.0));
+        // Another region is not this target's.
+        let e = store.ingest(PushMethod::Post, "job/nb/region/us", &body(1.0, 1.0));
+        assert!(matches!(e, Err(PushError::NoTarget(_))), "{e:?}");
+        // A delta push without the failure series cannot be split.
+        let e = store.ingest(
+            PushMethod::Post,
+            "job/nb/region/eu",
+            "nb_ops_total{result=\"ok\"} 5\n",
+        );
+        assert!(matches!(e, Err(PushError::Unusable(_))), "{e:?}");
+        assert_eq!(read(&s), (100.0, 15.0));
+    }
+
+    #[test]
+    fn conflicting_labels_and_garbage_are_refused() {
+        let store = PushStore::default();
+        let s = source(true, &[]);
+        store.register(s.inbox());
+        let e = store
+            .ingest(PushMethod::Put, "job/nb", "nb_ops_total{job=\"other\"} 1\n")
+            .unwrap_err();
+        assert!(matches!(e, PushError::Conflict { .. }), "{e}");
+        let e = store
+            .ingest(PushMethod::Put, "job/nb", "<html>")
+            .unwrap_err();
+        assert_eq!(e.result(), "bad_request");
+    }
+
+    #[test]
+    fn a_stopped_target_no_longer_receives() {
+        let store = PushStore::default();
+        let s = source(true, &[]);
+        store.register(s.inbox());
+        drop(s);
+        let e = store
+            .ingest(PushMethod::Put, "job/nb", &body(1.0, 0.0))
+            .unwrap_err();
+        assert!(matches!(e, PushError::NoTarget(_)));
+    }
+}
