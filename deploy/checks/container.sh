@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the container image and runs it here, with no registry and no Docker
 # daemon (called by scripts/check-deploy):
+#   0. the files the Dockerfile's `build` stage COPYs (read from the
+#      Dockerfile) are enough to compile: `cargo check` on a copy of just them;
 #   1. a static binary (glibc, +crt-static; or $STATIC_TARGET) is built on the
 #      host with cargo;
 #   2. the Dockerfile's final stage is built with buildah from a context that
@@ -59,6 +61,21 @@ wait_http() { # URL SECONDS
     sleep 0.5
   done
 }
+
+# ---- 0. the build stage's inputs ------------------------------------------------
+# The COPY sources of the `build` stage, as the Dockerfile lists them.
+mapfile -t sources < <(awk '
+  /^FROM / { in_build = ($0 ~ / AS build$/); next }
+  in_build && /^COPY / { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' Dockerfile)
+((${#sources[@]})) || fail "found no COPY in the Dockerfile's build stage"
+mkdir -p "$work/source"
+for source in "${sources[@]}"; do
+  [[ -e $source ]] || fail "the Dockerfile's build stage copies $source, which does not exist"
+  cp -r "$source" "$work/source/"
+done
+(cd "$work/source" && timeout 900 cargo check --locked --offline --quiet --target-dir "$TARGET_DIR" --bin throttle-governor) \
+  || fail "the build stage's sources (${sources[*]}) do not compile on their own"
+say "the build stage's COPY set (${sources[*]}) compiles on its own"
 
 # ---- 1. static binary ---------------------------------------------------------
 say "building a static release binary ($TRIPLE, +crt-static)"
