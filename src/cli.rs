@@ -18,6 +18,7 @@ use std::time::Duration;
 use crate::bench::BenchArgs;
 use crate::demo::DemoArgs;
 use crate::governor::{Control, Profile};
+use crate::healthcheck::HealthcheckArgs;
 use crate::replay::ReplayArgs;
 use crate::sim::SimArgs;
 use crate::telemetry::logging::LogFormat;
@@ -138,6 +139,9 @@ pub enum Command {
     /// oracle on seeded target models: a deterministic simulation, no HTTP.
     #[command(after_help = BENCH_AFTER_HELP)]
     Bench(BenchArgs),
+    /// GET the controller's /healthz: exit 0 when it answers 200, else 1
+    /// (the container's HEALTHCHECK; the image has no curl).
+    Healthcheck(HealthcheckArgs),
 }
 
 /// Arguments of `run`.

@@ -31,6 +31,7 @@
 //! | [`reload`] | hot reload on SIGHUP or a config change, keeping governor state |
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
 //! | [`demo`] | the built-in demo: sim + controller + report in one process |
+//! | [`healthcheck`] | `healthcheck`: GET `/healthz` for the container's `HEALTHCHECK` |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
 //! | [`bench`](mod@bench) | control quality: the governor against AIMD, CUBIC, gradient, findmax and an oracle on the sim models |
 //! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
@@ -46,6 +47,7 @@ pub mod control;
 pub mod demo;
 pub mod governor;
 pub mod group;
+pub mod healthcheck;
 pub mod reload;
 pub mod replay;
 pub mod report;

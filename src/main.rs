@@ -32,6 +32,10 @@ fn main() -> ExitCode {
             logging::init(cli.log_format);
             runtime().and_then(|rt| rt.block_on(run_demo(args)))
         }
+        Command::Healthcheck(args) => runtime().and_then(|rt| {
+            rt.block_on(throttle_governor::healthcheck::probe(&args))
+                .context("healthcheck")
+        }),
         Command::Sim(args) => {
             logging::init(cli.log_format);
             runtime().and_then(|rt| {
