@@ -65,6 +65,16 @@ struct WriterShared {
     pending: Option<f64>,
     /// The last value the writer confirmed.
     last_confirmed: Option<f64>,
+    /// Writes finished so far: a read of the committed offer taken while
+    /// this changed may predate the write, so it says nothing about others.
+    finished: u64,
+}
+
+impl WriterShared {
+    /// `Some(finished)` when no write is pending.
+    fn idle_generation(&self) -> Option<u64> {
+        self.pending.is_none().then_some(self.finished)
+    }
 }
 
 impl TargetTask {
@@ -181,6 +191,7 @@ impl TargetTask {
                 _ = ticker.tick() => {}
             }
             let t0 = Instant::now();
+            let idle_before = lock(&shared).idle_generation();
             let (signal, committed) = tokio::join!(self.source.read(), self.read_committed());
             tel.metrics
                 .read_duration
@@ -213,7 +224,10 @@ impl TargetTask {
                 None => counters.offer,
             };
             if let Some(c) = committed {
-                let writer_idle = lock(&shared).pending.is_none();
+                // Idle before and after the read, and no write finished in
+                // between: only then is a different value someone else's.
+                let writer_idle =
+                    idle_before.is_some() && lock(&shared).idle_generation() == idle_before;
                 let cur = gov.state().current;
                 if self.dry_run {
                     gov.set_current(c);
@@ -529,6 +543,7 @@ async fn writer_loop(
         count_write(&tel, &name, outcome.result());
         {
             let mut s = lock(&shared);
+            s.finished += 1;
             if s.pending == Some(value) {
                 s.pending = None;
             }

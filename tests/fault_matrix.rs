@@ -239,7 +239,11 @@ async fn counter_reset_holds_and_rebases() {
     let tool = FakeTool::start(1000.0, 1.0).await;
     let running = start(&tool, "", None).await;
     let ctl = running.addr;
-    assert!(wait_for(Duration::from_secs(5), || async { tool.workers() >= 16.0 }).await);
+    // Run at the ceiling for a while, so the totals are far above one
+    // window's worth: a reset is only visible when the counters, restarted
+    // from zero, are still below the baseline at the next read.
+    assert!(wait_for(Duration::from_secs(5), || async { tool.workers() >= 200.0 }).await);
+    tokio::time::sleep(Duration::from_millis(5 * WINDOW_MS)).await;
     {
         // Counters go to zero, the knob is untouched: a reset, not a restart.
         let mut st = tool.state.lock().unwrap();
@@ -250,7 +254,9 @@ async fn counter_reset_holds_and_rebases() {
         wait_for(Duration::from_secs(3), || async {
             metric(ctl, r#"throttle_signal_resets_total{target="t"}"#).await >= Some(1.0)
         })
-        .await
+        .await,
+        "reset not detected: {}",
+        support::get_text(&format!("http://{ctl}/metrics")).await
     );
     let resets = metric(
         ctl,
@@ -262,9 +268,25 @@ async fn counter_reset_holds_and_rebases() {
         metric(ctl, r#"throttle_tool_restarts_total{target="t"}"#).await,
         Some(0.0)
     );
-    // Governing goes on from the rebased baseline.
-    let w = tool.workers();
-    assert!(wait_for(Duration::from_secs(3), || async { tool.workers() > w }).await);
+    // Governing goes on from the rebased baseline: valid windows again.
+    let holds = metric(
+        ctl,
+        r#"throttle_decisions_total{target="t",decision="hold",reason="at-ceiling"}"#,
+    )
+    .await
+    .unwrap_or(0.0);
+    assert!(
+        wait_for(Duration::from_secs(3), || async {
+            metric(
+                ctl,
+                r#"throttle_decisions_total{target="t",decision="hold",reason="at-ceiling"}"#,
+            )
+            .await
+            .unwrap_or(0.0)
+                > holds
+        })
+        .await
+    );
     running.shutdown(Duration::from_secs(5)).await;
 }
 
