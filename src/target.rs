@@ -91,26 +91,7 @@ impl TargetTask {
         let p = self.params;
         tel.metrics
             .init_target(&name, p.floor, p.ceiling, p.high, p.start);
-        tel.register(TargetStatus {
-            name: name.clone(),
-            knob: knob.as_str(),
-            offer: p.start,
-            floor: p.floor,
-            ceiling: p.ceiling.is_finite().then_some(p.ceiling),
-            high: p.high,
-            low: p.low,
-            last_bad: None,
-            clean_streak: 0,
-            last_frac: None,
-            last_decision: None,
-            last_label: None,
-            last_error: None,
-            has_baseline: false,
-            windows: 0,
-            pending_write: None,
-            dry_run: self.dry_run,
-            signal_lost: false,
-        });
+        tel.register(TargetStatus::initial(&name, &p, self.dry_run));
 
         let mut gov = ThrottleGovernor::with_profile(p, self.config.profile);
         let resume = self.lifecycle.resume;
