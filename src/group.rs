@@ -44,12 +44,12 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::config::{Config, ControlConfig, ServerConfig, SignalConfig, TargetConfig};
 use crate::control::{same_offer, Actuator, ControlError, WriteOutcome};
-use crate::governor::{HoldReason, Outcome, Params, ThrottleGovernor};
+use crate::governor::{HoldReason, Params, ThrottleGovernor};
 use crate::reload::Lifecycle;
 use crate::signal::{Counters, SignalError, Source};
 use crate::telemetry::logging::{log_memory_clear, log_movement, offer};
-use crate::telemetry::metrics::{label, DecisionLabels, ErrorLabels, MemberLabels, WriteLabels};
-use crate::telemetry::{lock, MemberStatus, TargetStatus, Telemetry, WindowRecord};
+use crate::telemetry::metrics::{label, ErrorLabels, MemberLabels, WriteLabels};
+use crate::telemetry::{lock, MemberStatus, TargetStatus, Telemetry};
 use crate::window::{WindowOutcome, WindowTracker};
 
 /// The largest service-discovery answer accepted: 4 MiB.
@@ -911,7 +911,7 @@ impl GroupTask {
                 let outcome = gov.step(sum.0, sum.1);
                 tel.metrics.signal_up.get_or_create(&label(&name)).set(1.0);
                 tel.update(&name, |s| s.has_baseline = true);
-                export(&tel, &name, &outcome, at, window_secs);
+                tel.export_outcome(&name, &outcome, at, window_secs);
                 if outcome.memory_cleared {
                     log_memory_clear(&name, knob, outcome.from);
                 }
@@ -923,8 +923,7 @@ impl GroupTask {
                 let msg = format!("no instance answered: {}", failed.join("; "));
                 tel.metrics.signal_up.get_or_create(&label(&name)).set(0.0);
                 warn!(target = %name, "Signal error, holding: {msg}");
-                export(
-                    &tel,
+                tel.export_outcome(
                     &name,
                     &gov.hold(HoldReason::SignalError, None, false),
                     at,
@@ -932,8 +931,7 @@ impl GroupTask {
                 );
                 tel.update(&name, |s| s.last_error = Some(msg));
             } else {
-                export(
-                    &tel,
+                tel.export_outcome(
                     &name,
                     &gov.hold(HoldReason::Baseline, None, false),
                     at,
@@ -1337,76 +1335,6 @@ fn count_signal_error(tel: &Telemetry, name: &str, error_type: &'static str) {
             error_type,
         })
         .inc();
-}
-
-/// Metrics, status and history for one outcome (as a single target's loop
-/// exports them).
-fn export(tel: &Telemetry, name: &str, o: &Outcome, at: f64, window_secs: f64) {
-    let m = &tel.metrics;
-    let l = label(name);
-    m.decisions
-        .get_or_create(&DecisionLabels {
-            target: name.to_string(),
-            decision: o.decision_str(),
-            mode: o.mode.map(|m| m.as_str()).unwrap_or("none"),
-            reason: o.reason.map(|r| r.as_str()).unwrap_or("none"),
-        })
-        .inc();
-    if o.memory_cleared {
-        m.memory_clears.get_or_create(&l).inc();
-    }
-    m.last_bad
-        .get_or_create(&l)
-        .set(o.last_bad.unwrap_or(f64::NAN));
-    m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
-    m.offer.get_or_create(&l).set(o.from);
-    let sig = o.signal;
-    if let Some(s) = sig {
-        m.window_attempts.get_or_create(&l).set(s.attempts);
-        m.window_failures.get_or_create(&l).set(s.failures);
-        m.attempts.get_or_create(&l).inc_by(s.attempts);
-        m.failures.get_or_create(&l).inc_by(s.failures);
-        if let Some(f) = s.frac {
-            m.failure_ratio.get_or_create(&l).set(f);
-        }
-    }
-    let label_str = o
-        .mode
-        .map(|m| m.as_str())
-        .or(o.reason.map(|r| r.as_str()))
-        .unwrap_or("");
-    let valid = !matches!(
-        o.reason,
-        Some(HoldReason::SignalError) | Some(HoldReason::Baseline)
-    );
-    tel.update(name, |st| {
-        st.offer = o.from;
-        st.last_bad = o.last_bad;
-        st.clean_streak = o.clean_streak;
-        if let Some(f) = sig.and_then(|s| s.frac) {
-            st.last_frac = Some(f);
-        }
-        st.last_decision = Some(o.decision_str());
-        st.last_label = Some(label_str);
-        if valid {
-            st.last_error = None;
-            st.windows += 1;
-        }
-    });
-    tel.record(
-        name,
-        WindowRecord {
-            time_secs: at,
-            offer: o.from,
-            attempts: sig.map(|s| s.attempts),
-            failures: sig.map(|s| s.failures),
-            frac: sig.and_then(|s| s.frac),
-            window_secs: sig.map(|_| window_secs),
-            decision: o.decision_str(),
-            to: o.to,
-            label: label_str,
-        },
-    );
 }
 
 #[cfg(test)]

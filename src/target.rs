@@ -28,8 +28,8 @@ use crate::governor::{HoldReason, Outcome, Params, ThrottleGovernor};
 use crate::signal::Source;
 use crate::state::{Memory, StateStore};
 use crate::telemetry::logging::{log_memory_clear, log_movement, offer};
-use crate::telemetry::metrics::{label, DecisionLabels, ErrorLabels, WriteLabels};
-use crate::telemetry::{lock, TargetStatus, Telemetry, WindowRecord};
+use crate::telemetry::metrics::{label, ErrorLabels, WriteLabels};
+use crate::telemetry::{lock, TargetStatus, Telemetry};
 
 /// Everything one target's task needs.
 pub struct TargetTask {
@@ -413,76 +413,15 @@ impl TargetTask {
     /// Updates metrics, status and history for one outcome.
     fn export(&self, o: &Outcome, at: f64, window_secs: f64) {
         let name = &self.config.name;
-        let m = &self.telemetry.metrics;
-        let l = label(name);
-        let (mode, reason) = (
-            o.mode.map(|m| m.as_str()).unwrap_or("none"),
-            o.reason.map(|r| r.as_str()).unwrap_or("none"),
-        );
-        m.decisions
-            .get_or_create(&DecisionLabels {
-                target: name.clone(),
-                decision: o.decision_str(),
-                mode,
-                reason,
-            })
-            .inc();
         if o.reason == Some(HoldReason::CounterReset) {
-            m.counter_resets.get_or_create(&l).inc();
+            self.telemetry
+                .metrics
+                .counter_resets
+                .get_or_create(&label(name))
+                .inc();
             warn!(target = %name, "Counter reset: the tool's counters went down (restart?); window discarded, baseline rebased");
         }
-        if o.memory_cleared {
-            m.memory_clears.get_or_create(&l).inc();
-        }
-        m.last_bad
-            .get_or_create(&l)
-            .set(o.last_bad.unwrap_or(f64::NAN));
-        m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
-        m.offer.get_or_create(&l).set(o.from);
-        let sig = o.signal;
-        if let Some(s) = sig {
-            m.window_attempts.get_or_create(&l).set(s.attempts);
-            m.window_failures.get_or_create(&l).set(s.failures);
-            m.attempts.get_or_create(&l).inc_by(s.attempts);
-            m.failures.get_or_create(&l).inc_by(s.failures);
-            if let Some(f) = s.frac {
-                m.failure_ratio.get_or_create(&l).set(f);
-            }
-        }
-        let label_str = o
-            .mode
-            .map(|m| m.as_str())
-            .or(o.reason.map(|r| r.as_str()))
-            .unwrap_or("");
-        let valid = o.reason != Some(HoldReason::SignalError);
-        self.telemetry.update(name, |st| {
-            st.offer = o.from;
-            st.last_bad = o.last_bad;
-            st.clean_streak = o.clean_streak;
-            if let Some(f) = sig.and_then(|s| s.frac) {
-                st.last_frac = Some(f);
-            }
-            st.last_decision = Some(o.decision_str());
-            st.last_label = Some(label_str);
-            if valid {
-                st.last_error = None;
-                st.windows += 1;
-            }
-        });
-        self.telemetry.record(
-            name,
-            WindowRecord {
-                time_secs: at,
-                offer: o.from,
-                attempts: sig.map(|s| s.attempts),
-                failures: sig.map(|s| s.failures),
-                frac: sig.and_then(|s| s.frac),
-                window_secs: sig.map(|_| window_secs),
-                decision: o.decision_str(),
-                to: o.to,
-                label: label_str,
-            },
-        );
+        self.telemetry.export_outcome(name, o, at, window_secs);
     }
 }
 

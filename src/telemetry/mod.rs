@@ -19,6 +19,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::governor::{HoldReason, Outcome};
+use metrics::{label, DecisionLabels};
+
 pub use metrics::Metrics;
 
 /// Windows of history kept per target when a report is asked for (about
@@ -205,6 +208,77 @@ impl Telemetry {
             }
             h.push_back(record);
         }
+    }
+
+    /// Exports one outcome: decision and window metrics, the target's
+    /// status, and its history. Shared by single targets and groups.
+    pub fn export_outcome(&self, name: &str, o: &Outcome, at: f64, window_secs: f64) {
+        let tel = self;
+        let m = &tel.metrics;
+        let l = label(name);
+        m.decisions
+            .get_or_create(&DecisionLabels {
+                target: name.to_string(),
+                decision: o.decision_str(),
+                mode: o.mode.map(|m| m.as_str()).unwrap_or("none"),
+                reason: o.reason.map(|r| r.as_str()).unwrap_or("none"),
+            })
+            .inc();
+        if o.memory_cleared {
+            m.memory_clears.get_or_create(&l).inc();
+        }
+        m.last_bad
+            .get_or_create(&l)
+            .set(o.last_bad.unwrap_or(f64::NAN));
+        m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
+        m.offer.get_or_create(&l).set(o.from);
+        let sig = o.signal;
+        if let Some(s) = sig {
+            m.window_attempts.get_or_create(&l).set(s.attempts);
+            m.window_failures.get_or_create(&l).set(s.failures);
+            m.attempts.get_or_create(&l).inc_by(s.attempts);
+            m.failures.get_or_create(&l).inc_by(s.failures);
+            if let Some(f) = s.frac {
+                m.failure_ratio.get_or_create(&l).set(f);
+            }
+        }
+        let label_str = o
+            .mode
+            .map(|m| m.as_str())
+            .or(o.reason.map(|r| r.as_str()))
+            .unwrap_or("");
+        let valid = !matches!(
+            o.reason,
+            Some(HoldReason::SignalError) | Some(HoldReason::Baseline)
+        );
+        tel.update(name, |st| {
+            st.offer = o.from;
+            st.last_bad = o.last_bad;
+            st.clean_streak = o.clean_streak;
+            if let Some(f) = sig.and_then(|s| s.frac) {
+                st.last_frac = Some(f);
+            }
+            st.last_decision = Some(o.decision_str());
+            st.last_label = Some(label_str);
+            if valid {
+                st.last_error = None;
+                st.windows += 1;
+            }
+        });
+        tel.record(
+            name,
+            WindowRecord {
+                time_secs: at,
+                offer: o.from,
+                attempts: sig.map(|s| s.attempts),
+                failures: sig.map(|s| s.failures),
+                frac: sig.and_then(|s| s.frac),
+                window_secs: sig.map(|_| window_secs),
+                decision: o.decision_str(),
+                to: o.to,
+                label: label_str,
+            },
+        );
     }
 
     /// A snapshot of every target's status.
