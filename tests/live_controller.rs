@@ -115,6 +115,16 @@ async fn outside_writer_is_stepped_from() {
         "never reached the ceiling: {}",
         tool.workers()
     );
+    // Let the write of 100 be confirmed first: a change that lands while our
+    // own write is still being confirmed is re-asserted by the writer's retry.
+    let ctl = running.addr;
+    assert!(
+        wait_for(Duration::from_secs(5), || async {
+            let st = target_status(ctl, "ext").await;
+            st["pending_write"].is_null() && st["last_label"] == "at-ceiling"
+        })
+        .await
+    );
     // An operator sets 10 by hand; the governor must step from 10 (to 20),
     // not fight back to 100.
     tool.state.lock().unwrap().workers = 10.0;
