@@ -184,6 +184,10 @@ pub enum HoldReason {
     /// `robust` only: clean, but the next additive probe waits for more
     /// clean windows, because the last probes found the limit.
     Dwelling,
+    /// The window straddled a change of the offer in effect (or fell within
+    /// the signal's lag after one), so its attempts belong to no one offer:
+    /// it is not decided on (the engine's attribution, not a rule).
+    OfferChange,
 }
 
 impl HoldReason {
@@ -200,6 +204,7 @@ impl HoldReason {
             HoldReason::Settling => "settling",
             HoldReason::Gathering => "gathering",
             HoldReason::Dwelling => "dwelling",
+            HoldReason::OfferChange => "offer-change",
         }
     }
 }
@@ -730,7 +735,10 @@ impl ThrottleGovernor {
             threshold: None,
         });
         let signal = match reason {
-            HoldReason::Baseline | HoldReason::CounterReset | HoldReason::SignalError => None,
+            HoldReason::Baseline
+            | HoldReason::CounterReset
+            | HoldReason::SignalError
+            | HoldReason::OfferChange => None,
             _ => Some(signal),
         };
         Outcome {

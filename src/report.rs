@@ -380,6 +380,8 @@ mod tests {
             decision,
             to: offer,
             label: "dead-band",
+            discarded: false,
+            unconfirmed: false,
         }
     }
 

@@ -18,7 +18,6 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::telemetry::lock;
 
 /// What is kept per target.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -166,4 +165,8 @@ mod tests {
         let e = StateStore::open(&path).unwrap_err().to_string();
         assert!(e.contains("not valid JSON state"), "{e}");
     }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

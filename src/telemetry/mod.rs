@@ -10,6 +10,7 @@
 //! What it may touch: its own listener and the log output. It never decides
 //! and never writes to a load tool.
 
+pub mod export;
 pub mod logging;
 pub mod metrics;
 pub mod server;
@@ -54,6 +55,14 @@ pub struct WindowRecord {
     pub to: f64,
     /// The mode or hold reason.
     pub label: &'static str,
+    /// The window straddled an offer change (or fell within the signal's
+    /// lag after one): it was not decided on and must not be pooled.
+    #[serde(default)]
+    pub discarded: bool,
+    /// The governor's last write had not been confirmed by the tool at this
+    /// window: the offer in effect is the tool's, not ours.
+    #[serde(default)]
+    pub unconfirmed: bool,
 }
 
 /// The live state of one target, for `/api/v1/targets`.
@@ -95,6 +104,15 @@ pub struct TargetStatus {
     pub dry_run: bool,
     /// Whether the signal-loss policy is in force.
     pub signal_lost: bool,
+    /// The governor profile (`default` or `robust`).
+    pub profile: &'static str,
+    /// The signal lag in effect: windows start only this long after an
+    /// offer change.
+    pub signal_lag: String,
+    /// Whether the last write was confirmed by the tool (true before any).
+    pub writes_confirmed: bool,
+    /// Whether another writer keeps changing the knob (the target holds).
+    pub outside_writer_conflict: bool,
 }
 
 /// The live state of one member of a target group, for `/api/v1/groups`.
@@ -212,7 +230,14 @@ impl Telemetry {
 
     /// Exports one outcome: decision and window metrics, the target's
     /// status, and its history. Shared by single targets and groups.
-    pub fn export_outcome(&self, name: &str, o: &Outcome, at: f64, window_secs: f64) {
+    pub fn export_outcome(
+        &self,
+        name: &str,
+        o: &Outcome,
+        at: f64,
+        window_secs: f64,
+        unconfirmed: bool,
+    ) {
         let tel = self;
         let m = &tel.metrics;
         let l = label(name);
@@ -249,7 +274,9 @@ impl Telemetry {
             .unwrap_or("");
         let valid = !matches!(
             o.reason,
-            Some(HoldReason::SignalError) | Some(HoldReason::Baseline)
+            Some(HoldReason::SignalError)
+                | Some(HoldReason::Baseline)
+                | Some(HoldReason::OfferChange)
         );
         tel.update(name, |st| {
             st.offer = o.from;
@@ -277,6 +304,8 @@ impl Telemetry {
                 decision: o.decision_str(),
                 to: o.to,
                 label: label_str,
+                discarded: o.reason == Some(HoldReason::OfferChange),
+                unconfirmed,
             },
         );
     }
@@ -323,6 +352,10 @@ impl TargetStatus {
             pending_write: None,
             dry_run,
             signal_lost: false,
+            profile: "default",
+            signal_lag: String::new(),
+            writes_confirmed: true,
+            outside_writer_conflict: false,
         }
     }
 }
