@@ -759,55 +759,55 @@ impl Config {
 /// runs them for each member's filled templates.
 pub(crate) fn check_io(t: &TargetConfig, err: &mut dyn FnMut(&str, String)) {
     let mut err = err;
-        check_adapters(&mut err, t);
-        let SignalConfig::Prometheus(s) = &t.signal else {
-            if matches!(t.signal, SignalConfig::Promql(_) | SignalConfig::Push(_)) {
-                check_other_signal(t, &mut err);
-            } else if let ControlConfig::Http(c) = &t.control {
-                // A tool adapter's signal (checked above); a generic
-                // http control may still pair with it.
-                check_http_control(&mut err, c, t.signal.has_offer());
+    check_adapters(&mut err, t);
+    let SignalConfig::Prometheus(s) = &t.signal else {
+        if matches!(t.signal, SignalConfig::Promql(_) | SignalConfig::Push(_)) {
+            check_other_signal(t, &mut err);
+        } else if let ControlConfig::Http(c) = &t.control {
+            // A tool adapter's signal (checked above); a generic
+            // http control may still pair with it.
+            check_http_control(&mut err, c, t.signal.has_offer());
+        }
+        return;
+    };
+    check_url(&mut err, "signal.url", &s.url);
+    match (&s.attempts, &s.successes) {
+        (None, None) => err(
+            "signal.attempts",
+            "give `attempts` (all resolved attempts) or `successes`".into(),
+        ),
+        (Some(_), Some(_)) => err(
+            "signal.successes",
+            "give either `attempts` or `successes`, not both".into(),
+        ),
+        _ => {}
+    }
+    for (field, sel) in [
+        ("signal.attempts", s.attempts.as_deref()),
+        ("signal.successes", s.successes.as_deref()),
+        ("signal.failures", Some(s.failures.as_str())),
+        ("signal.offer", s.offer.as_deref()),
+    ] {
+        if let Some(sel) = sel {
+            if let Err(e) = sel.parse::<crate::promtext::selector::Selector>() {
+                err(field, format!("bad selector `{sel}`: {e}"));
             }
-            return;
-        };
-        check_url(&mut err, "signal.url", &s.url);
-        match (&s.attempts, &s.successes) {
-            (None, None) => err(
-                "signal.attempts",
-                "give `attempts` (all resolved attempts) or `successes`".into(),
-            ),
-            (Some(_), Some(_)) => err(
-                "signal.successes",
-                "give either `attempts` or `successes`, not both".into(),
-            ),
-            _ => {}
         }
-        for (field, sel) in [
-            ("signal.attempts", s.attempts.as_deref()),
-            ("signal.successes", s.successes.as_deref()),
-            ("signal.failures", Some(s.failures.as_str())),
-            ("signal.offer", s.offer.as_deref()),
-        ] {
-            if let Some(sel) = sel {
-                if let Err(e) = sel.parse::<crate::promtext::selector::Selector>() {
-                    err(field, format!("bad selector `{sel}`: {e}"));
-                }
-            }
-        }
-        if s.timeout.is_zero() {
-            err("signal.timeout", "must be longer than 0s".into());
-        }
-        if s.max_body_bytes == 0 || s.max_samples == 0 {
-            err(
-                "signal.max_body_bytes",
-                "limits must be greater than 0".into(),
-            );
-        }
-        check_secrets(&mut err, "signal", &s.auth, &s.tls, &s.headers);
-        let ControlConfig::Http(c) = &t.control else {
-            return; // A tool adapter's control (checked above).
-        };
-        check_http_control(&mut err, c, s.offer.is_some());
+    }
+    if s.timeout.is_zero() {
+        err("signal.timeout", "must be longer than 0s".into());
+    }
+    if s.max_body_bytes == 0 || s.max_samples == 0 {
+        err(
+            "signal.max_body_bytes",
+            "limits must be greater than 0".into(),
+        );
+    }
+    check_secrets(&mut err, "signal", &s.auth, &s.tls, &s.headers);
+    let ControlConfig::Http(c) = &t.control else {
+        return; // A tool adapter's control (checked above).
+    };
+    check_http_control(&mut err, c, s.offer.is_some());
 }
 
 /// Credentials must come from files or the environment, never inline.

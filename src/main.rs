@@ -154,11 +154,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.until_steady || args.report_json.is_some() || args.report_html.is_some() {
         eprint!("{}", report.to_text());
     }
-    demo::write_reports(
-        &report,
-        args.report_json.as_ref(),
-        args.report_html.as_ref(),
-    )?;
+    report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     Ok(())
 }
 

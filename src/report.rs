@@ -359,6 +359,40 @@ fn svg_chart(t: &TargetReport) -> String {
     svg
 }
 
+/// A report file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct ReportError {
+    /// The path.
+    pub path: String,
+    /// The I/O error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl Report {
+    /// Writes the JSON and the HTML report where asked.
+    pub fn write_files(
+        &self,
+        json: Option<&std::path::PathBuf>,
+        html: Option<&std::path::PathBuf>,
+    ) -> Result<(), ReportError> {
+        let write = |path: &std::path::PathBuf, text: String| {
+            std::fs::write(path, text).map_err(|source| ReportError {
+                path: path.display().to_string(),
+                source,
+            })
+        };
+        if let Some(p) = json {
+            write(p, self.to_json())?;
+        }
+        if let Some(p) = html {
+            write(p, self.to_html())?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,8 @@ fn config(targets: &str, window_ms: u64) -> Config {
     let mut c = Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{targets}")).unwrap();
     for t in &mut c.targets {
         t.window = Duration::from_millis(window_ms);
+        // The fakes serve live counters (no stats cache): no signal lag.
+        t.signal_lag = Some(Duration::ZERO);
     }
     c
 }

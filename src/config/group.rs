@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{ControlConfig, SignalConfig, TargetConfig};
 
-
 /// `[[targets.instances]]`: one statically listed instance.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -100,7 +99,6 @@ impl TargetConfig {
         !self.instances.is_empty() || self.group.is_some()
     }
 }
-
 
 /// One instance, resolved: its own signal and control.
 #[derive(Debug, Clone)]
@@ -431,4 +429,3 @@ pub fn problems(t: &TargetConfig) -> Vec<(String, String)> {
     }
     out
 }
-

@@ -169,7 +169,6 @@ impl PromqlSignalConfig {
     }
 }
 
-
 /// Header names and values (and the tenant) must be valid in a request.
 fn check_headers(cfg: &PromqlSignalConfig) -> Result<(), String> {
     for (k, v) in &cfg.headers {

@@ -144,4 +144,3 @@ impl PushServerConfig {
         out
     }
 }
-

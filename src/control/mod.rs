@@ -191,7 +191,12 @@ pub struct Actuator {
 
 impl Actuator {
     /// An actuator over `knob`, confirmed through `read_back`.
-    pub fn new(knob: Arc<dyn KnobApi>, read_back: ReadBack, integer: bool, confirm: Confirm) -> Self {
+    pub fn new(
+        knob: Arc<dyn KnobApi>,
+        read_back: ReadBack,
+        integer: bool,
+        confirm: Confirm,
+    ) -> Self {
         Actuator {
             knob,
             read_back,

@@ -200,12 +200,7 @@ impl Builder {
             state: self.opts.state.clone(),
             lifecycle: Lifecycle::default(),
             builder: self.clone(),
-            exporter: Exporter::new(
-                self.telemetry.clone(),
-                &t.name,
-                t.knob,
-                self.opts.dry_run,
-            ),
+            exporter: Exporter::new(self.telemetry.clone(), &t.name, t.knob, self.opts.dry_run),
             static_specs,
         })
     }

@@ -165,7 +165,10 @@ impl TargetTask {
                     continue;
                 }
             }
-            let built = self.builder.member(&self.config, &spec).map_err(|e| e.to_string());
+            let built = self
+                .builder
+                .member(&self.config, &spec)
+                .map_err(|e| e.to_string());
             match built {
                 Ok((source, actuator, lag)) => {
                     let member = group.then(|| spec.name.clone());
@@ -177,7 +180,8 @@ impl TargetTask {
                         member,
                         clock,
                     );
-                    let state = MemberState::new(&spec.name, spec.address.clone(), spec.weight, lag);
+                    let state =
+                        MemberState::new(&spec.name, spec.address.clone(), spec.weight, lag);
                     let rebuilt = ios.insert(spec.name.clone(), io);
                     let change = match rebuilt {
                         Some(old) => {
@@ -227,9 +231,13 @@ impl TargetTask {
                     self.config.on_signal_loss,
                     crate::config::OnSignalLoss::Floor
                 ),
-                down_after: self
-                    .is_group()
-                    .then(|| self.config.group.clone().unwrap_or_default().down_after_windows),
+                down_after: self.is_group().then(|| {
+                    self.config
+                        .group
+                        .clone()
+                        .unwrap_or_default()
+                        .down_after_windows
+                }),
                 lag_override: self.config.signal_lag.map(|d| d.as_secs_f64()),
                 group: self.is_group(),
                 window_secs: window.as_secs_f64(),
@@ -392,8 +400,10 @@ fn send(exporter: &Exporter, ios: &Ios, writes: Vec<(String, f64)>) {
 /// the last write finished: the moment for a new baseline.
 async fn settled(core: &Core, ios: &Ios, clock: Instant) {
     loop {
-        let views: BTreeMap<String, WriterView> =
-            ios.iter().map(|(n, io)| (n.clone(), io.writer.view())).collect();
+        let views: BTreeMap<String, WriterView> = ios
+            .iter()
+            .map(|(n, io)| (n.clone(), io.writer.view()))
+            .collect();
         if let Some(at) = core.rebase_at(&views) {
             let now = clock.elapsed().as_secs_f64();
             if at > now {
@@ -449,7 +459,7 @@ async fn read_all(ios: &Ios, bound: Duration) -> BTreeMap<String, MemberRead> {
         .map(|(name, io)| {
             let (signal, committed) = raw
                 .remove(name)
-                .unwrap_or_else(|| (Err(SignalError::Timeout(bound)), None));
+                .unwrap_or((Err(SignalError::Timeout(bound)), None));
             let read = MemberRead {
                 signal,
                 committed,

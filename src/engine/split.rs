@@ -151,5 +151,4 @@ mod tests {
         let s = split(f64::INFINITY, &[1.0, 0.0], &[f64::INFINITY; 2], false);
         assert_eq!(s, vec![f64::INFINITY, 0.0]);
     }
-
 }

@@ -372,7 +372,8 @@ impl Core {
             let m = self.members.get_mut(&name).expect("member of the core");
             m.since_reset = m.since_reset.map(|n| n.saturating_add(1));
             let finished_since = r.after.generation != m.seen_generation;
-            let busy = r.before.busy() || r.after.busy() || r.before.generation != r.after.generation;
+            let busy =
+                r.before.busy() || r.after.busy() || r.before.generation != r.after.generation;
             idle &= !busy;
             if finished_since && r.after.last_confirmed {
                 self.confirmed_since_outside = true;
@@ -475,7 +476,9 @@ impl Core {
             if let (Some(prev), Some(now)) = (m.last_reported, reported) {
                 let ours = finished_since
                     && r.after.last_confirmed
-                    && r.after.last_value.is_some_and(|v| same_offer(integer, v, now));
+                    && r.after
+                        .last_value
+                        .is_some_and(|v| same_offer(integer, v, now));
                 if !same_offer(integer, prev, now) && !ours {
                     m.quiet_from = m.quiet_from.max(at + lag);
                 }
@@ -677,6 +680,7 @@ impl Core {
             window_secs: self.policy.window_secs,
             unconfirmed,
             not_written,
+            baseline: self.members.values().any(|m| m.window.baseline().is_some()),
         });
         if self.need_split && !not_written && self.members.values().any(|m| m.up) {
             let offer = self.gov.state().current;

@@ -279,4 +279,3 @@ pub fn check_balanced(expr: &str) -> Result<(), String> {
         None => Ok(()),
     }
 }
-

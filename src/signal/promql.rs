@@ -35,11 +35,9 @@ use serde::Deserialize;
 
 use super::http::fetch_text;
 use super::token;
-pub use crate::config::promql::{PromqlMode, PromqlSignalConfig};
-pub use crate::promtext::promql::{
-    check_balanced, freshness_query, promql_duration, selectors_in,
-};
 use super::{Counters, SignalError};
+pub use crate::config::promql::{PromqlMode, PromqlSignalConfig};
+pub use crate::promtext::promql::{check_balanced, freshness_query, promql_duration, selectors_in};
 
 /// The largest query answer accepted: 4 MiB (a sum is a few hundred bytes).
 const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
@@ -121,7 +119,7 @@ impl PromqlSource {
                         )));
                     }
                 }
-                let mut totals = crate::telemetry::lock(&self.totals);
+                let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
                 totals.0 += first;
                 totals.1 += failures;
                 *totals

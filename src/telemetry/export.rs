@@ -64,6 +64,8 @@ pub enum Event {
         unconfirmed: bool,
         /// Movements are not written (dry run, or another writer fights).
         not_written: bool,
+        /// Whether a baseline reading is set (the target is ready).
+        baseline: bool,
     },
     /// A window was discarded because it straddled an offer change.
     Discarded {
@@ -261,7 +263,14 @@ impl Exporter {
         }
     }
 
-    fn count_error(&self, family: &prometheus_client::metrics::family::Family<ErrorLabels, prometheus_client::metrics::counter::Counter>, error_type: &'static str) {
+    fn count_error(
+        &self,
+        family: &prometheus_client::metrics::family::Family<
+            ErrorLabels,
+            prometheus_client::metrics::counter::Counter,
+        >,
+        error_type: &'static str,
+    ) {
         family
             .get_or_create(&ErrorLabels {
                 target: self.name.clone(),
@@ -307,8 +316,12 @@ impl Exporter {
             } => {
                 info!(target = %name, "{name}: restored congestion memory from the state file: last_bad {}, clean streak {clean_streak}",
                     last_bad.map(|v| offer(knob, v)).unwrap_or("none".into()));
-                m.last_bad.get_or_create(&l).set(last_bad.unwrap_or(f64::NAN));
-                m.clean_streak.get_or_create(&l).set(f64::from(clean_streak));
+                m.last_bad
+                    .get_or_create(&l)
+                    .set(last_bad.unwrap_or(f64::NAN));
+                m.clean_streak
+                    .get_or_create(&l)
+                    .set(f64::from(clean_streak));
                 tel.update(name, |s| {
                     s.last_bad = last_bad;
                     s.clean_streak = clean_streak;
@@ -341,7 +354,11 @@ impl Exporter {
                 window_secs,
                 unconfirmed,
                 not_written,
+                baseline,
             } => {
+                if baseline {
+                    tel.update(name, |s| s.has_baseline = true);
+                }
                 if outcome.reason == Some(HoldReason::SignalError) {
                     m.signal_up.get_or_create(&l).set(0.0);
                 } else if outcome.reason != Some(HoldReason::CounterReset) {
@@ -352,7 +369,13 @@ impl Exporter {
                     log_memory_clear(name, knob, outcome.from);
                 }
                 if outcome.is_movement() {
-                    log_movement(name, knob, &outcome, window_secs, not_written || self.dry_run);
+                    log_movement(
+                        name,
+                        knob,
+                        &outcome,
+                        window_secs,
+                        not_written || self.dry_run,
+                    );
                 }
             }
             Event::Discarded { member, reason } => {
@@ -371,7 +394,9 @@ impl Exporter {
             } => {
                 self.count_error(&m.signal_errors, error_type);
                 match &member {
-                    Some(_) => debug!(target = %name, error_type, "{}: {message}", self.who(&member)),
+                    Some(_) => {
+                        debug!(target = %name, error_type, "{}: {message}", self.who(&member))
+                    }
                     None => warn!(target = %name, error_type, "Signal error, holding: {message}"),
                 }
                 if member.is_none() {
@@ -405,7 +430,10 @@ impl Exporter {
             } => {
                 m.outside_changes.get_or_create(&l).inc();
                 let clamp = if (reported - to).abs() > f64::EPSILON * reported.abs().max(1.0) {
-                    format!(" (outside [floor, ceiling]: stepping from {})", offer(knob, to))
+                    format!(
+                        " (outside [floor, ceiling]: stepping from {})",
+                        offer(knob, to)
+                    )
                 } else {
                     String::new()
                 };
@@ -458,11 +486,21 @@ impl Exporter {
                 info!(target = %name, "{name}: signal is back; the governor steps from the committed {} {knob}, congestion memory intact", offer(knob, current));
             }
             Event::Member { member, change } => match change {
-                MemberChange::Joined => info!(target = %name, member = %member, "{name}: instance {member} joins the group"),
-                MemberChange::Left => info!(target = %name, member = %member, "{name}: instance {member} left the group; the split is recomputed"),
-                MemberChange::Rebuilt => info!(target = %name, member = %member, "{name}: instance {member} changed its signal or control; rebuilt"),
-                MemberChange::Back => info!(target = %name, member = %member, "{name}: instance {member} is back; it rejoins the split"),
-                MemberChange::Down => warn!(target = %name, member = %member, "{name}: instance {member} is down; its share goes to the others"),
+                MemberChange::Joined => {
+                    info!(target = %name, member = %member, "{name}: instance {member} joins the group")
+                }
+                MemberChange::Left => {
+                    info!(target = %name, member = %member, "{name}: instance {member} left the group; the split is recomputed")
+                }
+                MemberChange::Rebuilt => {
+                    info!(target = %name, member = %member, "{name}: instance {member} changed its signal or control; rebuilt")
+                }
+                MemberChange::Back => {
+                    info!(target = %name, member = %member, "{name}: instance {member} is back; it rejoins the split")
+                }
+                MemberChange::Down => {
+                    warn!(target = %name, member = %member, "{name}: instance {member} is down; its share goes to the others")
+                }
             },
             Event::Split { parts } => info!(target = %name, "{name}: split {parts}"),
             Event::Ceiling(eff) => {
@@ -475,8 +513,12 @@ impl Exporter {
                         target: name.to_string(),
                         member: s.name.clone(),
                     };
-                    m.member_up.get_or_create(&ml).set(if s.up { 1.0 } else { 0.0 });
-                    m.member_offer.get_or_create(&ml).set(s.share.unwrap_or(0.0));
+                    m.member_up
+                        .get_or_create(&ml)
+                        .set(if s.up { 1.0 } else { 0.0 });
+                    m.member_offer
+                        .get_or_create(&ml)
+                        .set(s.share.unwrap_or(0.0));
                 }
                 tel.set_members(name, Some(statuses));
             }
@@ -504,7 +546,9 @@ impl Exporter {
                     WriteOutcome::Unconfirmed { .. } => {
                         let d = describe(&outcome);
                         warn!(target = %name, "{who}: write of {} not confirmed: {d}", offer(knob, value));
-                        tel.update(name, |s| s.last_error = Some(format!("write unconfirmed: {d}")));
+                        tel.update(name, |s| {
+                            s.last_error = Some(format!("write unconfirmed: {d}"))
+                        });
                     }
                 }
                 let confirmed = matches!(outcome, WriteOutcome::Confirmed { .. });
@@ -521,7 +565,9 @@ impl Exporter {
                     self.who(&member), offer(knob, max));
             }
             Event::Conflict { on, changes } => {
-                m.outside_writer_conflict.get_or_create(&l).set(if on { 1.0 } else { 0.0 });
+                m.outside_writer_conflict
+                    .get_or_create(&l)
+                    .set(if on { 1.0 } else { 0.0 });
                 tel.update(name, |s| s.outside_writer_conflict = on);
                 if on {
                     error!(target = %name, changes,
@@ -539,8 +585,12 @@ impl Exporter {
                     self.count_write(r);
                 }
                 match detail {
-                    None => info!(target = %name, "On exit: left the {knob} at {}", offer(knob, value)),
-                    Some(d) => warn!(target = %name, "On exit: writing {} did not confirm: {d}", offer(knob, value)),
+                    None => {
+                        info!(target = %name, "On exit: left the {knob} at {}", offer(knob, value))
+                    }
+                    Some(d) => {
+                        warn!(target = %name, "On exit: writing {} did not confirm: {d}", offer(knob, value))
+                    }
                 }
             }
             Event::Advice(text) => info!(target = %name, "{name}: {text}"),

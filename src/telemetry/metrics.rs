@@ -424,14 +424,12 @@ impl Metrics {
         self.outside_changes.get_or_create(&l).inc_by(0);
         self.invalid_readings.get_or_create(&l).inc_by(0);
         self.outside_writer_conflict.get_or_create(&l).set(0.0);
-        for reason in ["offer_change"] {
-            self.windows_discarded
-                .get_or_create(&ReasonLabels {
-                    target: target.to_string(),
-                    reason,
-                })
-                .inc_by(0);
-        }
+        self.windows_discarded
+            .get_or_create(&ReasonLabels {
+                target: target.to_string(),
+                reason: "offer_change",
+            })
+            .inc_by(0);
         for result in ["confirmed", "failed", "unconfirmed"] {
             self.writes
                 .get_or_create(&WriteLabels {

@@ -110,8 +110,18 @@ fn a_window_that_straddles_our_write_is_never_decided_on() {
     let out = c.step(5.0, one("t", read(200.0, 90.0, 8.0, w2)));
     assert!(!out.decided);
     assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
-    assert_eq!(c.gov.state().last_bad, before.last_bad, "no last_bad from it");
-    assert!(has(&out, |e| matches!(e, Event::Discarded { reason: "offer_change", .. })));
+    assert_eq!(
+        c.gov.state().last_bad,
+        before.last_bad,
+        "no last_bad from it"
+    );
+    assert!(has(&out, |e| matches!(
+        e,
+        Event::Discarded {
+            reason: "offer_change",
+            ..
+        }
+    )));
     assert!(out.writes.is_empty());
     // The next window, wholly at 8, is decided.
     let out = c.step(7.0, one("t", read(300.0, 90.0, 8.0, w2)));
@@ -145,7 +155,10 @@ fn the_counters_own_lag_estimate_and_the_override_apply() {
     };
     c.step(1.0, one("t", with_lag(0.0)));
     assert!(!c.step(3.0, one("t", with_lag(10.0))).decided, "5 s lag");
-    assert!(!c.step(6.0, one("t", with_lag(20.0))).decided, "baseline 3 < 5");
+    assert!(
+        !c.step(6.0, one("t", with_lag(20.0))).decided,
+        "baseline 3 < 5"
+    );
     assert!(c.step(8.0, one("t", with_lag(30.0))).decided);
     assert_eq!(c.members["t"].lag, 5.0);
     // An override wins over the source's estimate.
@@ -187,7 +200,10 @@ fn an_unexplained_change_of_the_reported_offer_is_discarded_and_stepped_from() {
     c.step(5.0, one("t", read(200.0, 0.0, 8.0, w2)));
     let out = c.step(7.0, one("t", read(300.0, 0.0, 20.0, w2)));
     assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
-    assert!(has(&out, |e| matches!(e, Event::OutsideChange { reported, .. } if *reported == 20.0)));
+    assert!(has(
+        &out,
+        |e| matches!(e, Event::OutsideChange { reported, .. } if *reported == 20.0)
+    ));
     assert_eq!(c.gov.state().current, 20.0);
 }
 
@@ -207,10 +223,15 @@ fn an_unconfirmed_write_leaves_the_tools_offer_in_effect() {
     assert!(out.decided);
     assert_eq!(out.outcome.from, 4.0, "decided at what the tool runs");
     assert!(!has(&out, |e| matches!(e, Event::OutsideChange { .. })));
-    let unconfirmed = out
-        .events
-        .iter()
-        .any(|e| matches!(e, Event::Window { unconfirmed: true, .. }));
+    let unconfirmed = out.events.iter().any(|e| {
+        matches!(
+            e,
+            Event::Window {
+                unconfirmed: true,
+                ..
+            }
+        )
+    });
     assert!(unconfirmed, "the window is marked unconfirmed");
 }
 
@@ -221,7 +242,9 @@ fn a_late_write_never_yields_an_up_on_a_window_at_the_old_offer() {
     let w1 = wrote(1, 4.0, 0.0, true);
     c.step(1.0, one("t", read(0.0, 0.0, 4.0, w1)));
     assert_eq!(
-        c.step(3.0, one("t", read(100.0, 0.0, 4.0, w1))).outcome.decision,
+        c.step(3.0, one("t", read(100.0, 0.0, 4.0, w1)))
+            .outcome
+            .decision,
         Decision::Up(8.0)
     );
     // The write gave up unconfirmed at 4 s; the tool still runs 4.
@@ -243,11 +266,17 @@ fn outside_values_beyond_the_bounds_are_clamped_and_invalid_ones_ignored() {
     let w = wrote(1, 4.0, 0.0, true);
     c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
     let out = c.step(3.0, one("t", read(100.0, 50.0, 1000.0, w)));
-    assert!(has(&out, |e| matches!(e, Event::OutsideChange { reported, to, .. } if *reported == 1000.0 && *to == 100.0)));
+    assert!(has(
+        &out,
+        |e| matches!(e, Event::OutsideChange { reported, to, .. } if *reported == 1000.0 && *to == 100.0)
+    ));
     assert_eq!(c.gov.state().current, 100.0);
-    for bad in [f64::NAN, f64::INFINITY, -5.0, 1e300 * -1.0] {
+    for bad in [f64::NAN, f64::INFINITY, -5.0, -1e300] {
         let out = c.step(5.0, one("t", read(200.0, 50.0, bad, w)));
-        assert!(has(&out, |e| matches!(e, Event::InvalidReading { .. })), "{bad}");
+        assert!(
+            has(&out, |e| matches!(e, Event::InvalidReading { .. })),
+            "{bad}"
+        );
         let cur = c.gov.state().current;
         assert!((1.0..=100.0).contains(&cur), "{bad} adopted: {cur}");
     }
@@ -269,10 +298,16 @@ fn signal_loss_applies_to_a_group_of_one_and_to_groups() {
             let reads = members.iter().map(|m| (m.to_string(), err())).collect();
             let out = c.step(f64::from(i), reads);
             assert_eq!(reason(&out.outcome), Some(HoldReason::SignalError));
-            lost |= has(&out, |e| matches!(e, Event::SignalLost { to_floor: true, .. }));
+            lost |= has(&out, |e| {
+                matches!(e, Event::SignalLost { to_floor: true, .. })
+            });
         }
         assert!(lost, "{members:?}: signal loss policy not applied");
-        assert_eq!(c.gov.state().current, 1.0, "{members:?}: dropped to the floor");
+        assert_eq!(
+            c.gov.state().current,
+            1.0,
+            "{members:?}: dropped to the floor"
+        );
     }
 }
 
@@ -291,7 +326,11 @@ fn a_second_writer_that_keeps_fighting_is_detected_and_not_raced() {
         t += 2.0;
         a += 100.0;
         let out = c.step(t, one("t", read(a, 0.0, offered, w)));
-        if out.events.iter().any(|e| matches!(e, Event::Conflict { on: true, .. })) {
+        if out
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Conflict { on: true, .. }))
+        {
             conflict = true;
         }
         if let Some((_, v)) = out.writes.first() {
@@ -306,7 +345,11 @@ fn a_second_writer_that_keeps_fighting_is_detected_and_not_raced() {
         a += 100.0;
         offered = 3.0 + f64::from(round);
         let out = c.step(t, one("t", read(a, 0.0, offered, w)));
-        if out.events.iter().any(|e| matches!(e, Event::Conflict { on: true, .. })) {
+        if out
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Conflict { on: true, .. }))
+        {
             conflict = true;
         }
     }
@@ -330,10 +373,25 @@ fn a_member_down_drops_out_and_its_share_moves() {
         before: w,
         after: w,
     };
-    c.step(1.0, BTreeMap::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]));
-    c.step(3.0, BTreeMap::from([("a".into(), ok(100.0)), ("b".into(), down())]));
-    let out = c.step(5.0, BTreeMap::from([("a".into(), ok(200.0)), ("b".into(), down())]));
+    c.step(
+        1.0,
+        BTreeMap::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]),
+    );
+    c.step(
+        3.0,
+        BTreeMap::from([("a".into(), ok(100.0)), ("b".into(), down())]),
+    );
+    let out = c.step(
+        5.0,
+        BTreeMap::from([("a".into(), ok(200.0)), ("b".into(), down())]),
+    );
     assert!(!c.members["b"].up);
-    assert!(has(&out, |e| matches!(e, Event::Member { change: MemberChange::Down, .. })));
+    assert!(has(&out, |e| matches!(
+        e,
+        Event::Member {
+            change: MemberChange::Down,
+            ..
+        }
+    )));
     assert_eq!(c.gov.params().ceiling, 50.0, "the ceiling is a's share");
 }
