@@ -100,12 +100,24 @@ fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
 
 fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
-    print(&format!(
+    let mut text = format!(
         "{}: valid, {} target{}\n",
         args.config.display(),
         config.targets.len(),
         if config.targets.len() == 1 { "" } else { "s" }
-    ))
+    );
+    for t in &config.targets {
+        text.push_str(&format!(
+            "  {}: {} {}, window {}, profile {}, signal lag {}\n",
+            t.name,
+            t.signal.kind(),
+            t.knob,
+            humantime::format_duration(t.window),
+            t.profile,
+            t.lag_description()
+        ));
+    }
+    print(&text)
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
