@@ -54,6 +54,10 @@ pub struct WindowRecord {
     pub to: f64,
     /// The mode or hold reason.
     pub label: &'static str,
+    /// The window straddled an offer change (or fell within the signal's lag after one): it was not decided on and must not be pooled.
+    pub discarded: bool,
+    /// The governor's last write had not been confirmed by the tool at this window: the offer in effect is the tool's, not ours.
+    pub unconfirmed: bool,
 }
 
 /// The live state of one target, for `/api/v1/targets`.
@@ -277,6 +281,8 @@ impl Telemetry {
                 decision: o.decision_str(),
                 to: o.to,
                 label: label_str,
+                discarded: false,
+                unconfirmed: false,
             },
         );
     }
