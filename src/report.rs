@@ -31,14 +31,18 @@
 //! probe (`max(1, 0.02 * last_bad)`), so a probing climb moves about one level
 //! per window.
 //!
-//! A trailing stretch of evidence windows is **settled** when its first half
-//! and its second half
-//! - reach the same top: their highest offers lie within one level of each
-//!   other (a climb, slow start or additive, moves several levels per half;
-//!   a collapse falls several), and
-//! - reach the same bottom: their lowest offers lie within `band` (default
-//!   ±10 %) of the top, or one level, of each other (this keeps the climb out
-//!   of the first back-off, and a fresh deep back-off, out of the period).
+//! A trailing stretch of evidence windows is **settled** when
+//! - its two halves reach the same top: their highest offers lie within one
+//!   level of each other (a climb, slow start or additive, moves several
+//!   levels per half; a collapse falls several);
+//! - its two halves reach the same bottom: their lowest offers lie within
+//!   `band` (default ±10 %) of the top, or one level, of each other (this
+//!   keeps the climb out of the first back-off, and a fresh deep back-off,
+//!   out of the period);
+//! - its top was **revisited**: the windows at the top level or the one
+//!   below it form at least two separate visits (a sawtooth came back), or
+//!   one visit at least half of `windows` long (a plateau). A single peak
+//!   met halfway up a climb is not a settled state.
 //!
 //! Every stretch from `windows` (default 10) up to [`MAX_PERIOD`] evidence
 //! windows long is tried; the **settled period** is the longest that passes,
@@ -68,10 +72,11 @@
 //! - `signal-lost`, `no-traffic`, `windows-discarded`: the last
 //!   [`STALE_WINDOWS`] windows gave no evidence, for that reason;
 //! - `too-few-windows`: fewer evidence windows than `windows`;
-//! - `still-climbing`, `still-falling`: no trailing stretch is settled (the
-//!   sentence gives the halves' ranges over the last `windows`);
-//! - `offer-never-revisited`: settled, but no level within the bound was
-//!   held for [`MIN_LEVEL_WINDOWS`] windows.
+//! - `still-climbing`, `still-falling`, `offer-never-revisited`: no trailing
+//!   stretch is settled; the reason is the last `windows`' (the sentence
+//!   gives the halves' ranges, or the top reached once);
+//! - `offer-never-revisited` too when a period is settled but no level
+//!   within the bound was held for [`MIN_LEVEL_WINDOWS`] windows.
 //!
 //! A settled run whose every level exceeds the bound (pinned at its floor by
 //! a broken target, say) *is* steady, and is reported as saturation, not as
@@ -126,7 +131,7 @@ impl SteadyRule {
     /// The rule in one sentence, for the report.
     pub fn describe(&self) -> String {
         format!(
-            "a settled period of at least {} evidence windows (up to {MAX_PERIOD}) whose two halves reach the same top offer (within one level) and the same bottom (within ±{}% of the top); the capacity is the highest offer held for at least {MIN_LEVEL_WINDOWS} windows whose pooled failure ratio is within the bound; discarded and unconfirmed windows are never evidence",
+            "a settled period of at least {} evidence windows (up to {MAX_PERIOD}) whose two halves reach the same top offer (within one level) and the same bottom (within ±{}% of the top), with the top revisited; the capacity is the highest offer held for at least {MIN_LEVEL_WINDOWS} windows whose pooled failure ratio is within the bound; discarded and unconfirmed windows are never evidence",
             self.need(),
             self.band * 100.0
         )
@@ -247,6 +252,9 @@ pub struct Steady {
     pub failure_ratio: Option<f64>,
     /// Successful attempts per second over the settled period.
     pub throughput_per_sec: f64,
+    /// The capacity figure: the capacity level's mean offer, rounded down
+    /// on an integer knob (null when every level exceeds the bound).
+    pub capacity: Option<f64>,
     /// The settled period.
     pub settled: Settled,
     /// The capacity and its evidence.
@@ -325,7 +333,7 @@ pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<
     let mut longest = None;
     let mut first_failure = None;
     for len in need..=tail.len() {
-        match halves(&tail[tail.len() - len..], width, tol_bottom) {
+        match settled(&tail[tail.len() - len..], width, tol_bottom, need) {
             Ok(()) => longest = Some(len),
             Err(e) => {
                 first_failure.get_or_insert(e);
@@ -373,6 +381,14 @@ pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<
         peak_min: peaks.iter().copied().reduce(f64::min),
         peak_max: peaks.iter().copied().reduce(f64::max),
     };
+    let capacity = candidate.map(|i| {
+        let mean = levels[i].offer;
+        if integer {
+            mean.floor()
+        } else {
+            mean
+        }
+    });
     let evidence = Evidence {
         capacity: candidate.map(|i| levels[i].clone()),
         next_step_up: candidate.and_then(|i| levels.get(i + 1).cloned()),
@@ -386,6 +402,7 @@ pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<
         } else {
             0.0
         },
+        capacity,
         settled,
         evidence,
     })
@@ -443,39 +460,49 @@ fn level(offer: f64, width: f64) -> i64 {
     (offer / width + 1e-9).floor() as i64
 }
 
-/// How a stretch failed the halves test (built into a sentence only when
-/// it is reported).
+/// How a stretch failed the test (built into a sentence only when it is
+/// reported).
 #[derive(Debug, Clone, Copy)]
 struct Unsettled {
     reason: &'static str,
     len: usize,
     first: (f64, f64),
     second: (f64, f64),
+    top: f64,
 }
 
 impl Unsettled {
     fn explain(self) -> NotSteady {
-        let what = if self.reason == "still-climbing" {
-            "still climbing"
-        } else {
-            "still falling"
-        };
-        NotSteady::new(
-            self.reason,
-            format!(
-                "{what}: over the last {} evidence windows the offer ran {}–{} in the first half and {}–{} in the second",
-                self.len,
-                short(self.first.0),
-                short(self.first.1),
-                short(self.second.0),
-                short(self.second.1)
+        let ranges = format!(
+            "over the last {} evidence windows the offer ran {}–{} in the first half and {}–{} in the second",
+            self.len,
+            short(self.first.0),
+            short(self.first.1),
+            short(self.second.0),
+            short(self.second.1)
+        );
+        let detail = match self.reason {
+            "still-climbing" => format!("still climbing: {ranges}"),
+            "still-falling" => format!("still falling: {ranges}"),
+            _ => format!(
+                "offer never revisited: the top, {}, was reached once in the last {} evidence windows",
+                short(self.top),
+                self.len
             ),
-        )
+        };
+        NotSteady::new(self.reason, detail)
     }
 }
 
-/// Whether a stretch's two halves reach the same top and bottom.
-fn halves(stretch: &[&WindowRecord], width: f64, tol_bottom: f64) -> Result<(), Unsettled> {
+/// Whether a stretch is settled: its two halves reach the same top and
+/// bottom, and its top was revisited (reached in two separate visits, or
+/// held for half the rule's windows).
+fn settled(
+    stretch: &[&WindowRecord],
+    width: f64,
+    tol_bottom: f64,
+    need: usize,
+) -> Result<(), Unsettled> {
     let (first, second) = stretch.split_at(stretch.len() / 2);
     let range = |s: &[&WindowRecord]| {
         s.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
@@ -485,19 +512,37 @@ fn halves(stretch: &[&WindowRecord], width: f64, tol_bottom: f64) -> Result<(), 
     let (lo1, hi1) = range(first);
     let (lo2, hi2) = range(second);
     let (t1, t2) = (level(hi1, width), level(hi2, width));
-    let reason = if t2 > t1 + 1 || lo2 > lo1 + tol_bottom {
-        "still-climbing"
-    } else if t2 < t1 - 1 || lo2 < lo1 - tol_bottom {
-        "still-falling"
-    } else {
-        return Ok(());
-    };
-    Err(Unsettled {
+    let fail = |reason| Unsettled {
         reason,
         len: stretch.len(),
         first: (lo1, hi1),
         second: (lo2, hi2),
-    })
+        top: hi1.max(hi2),
+    };
+    if t2 > t1 + 1 || lo2 > lo1 + tol_bottom {
+        return Err(fail("still-climbing"));
+    }
+    if t2 < t1 - 1 || lo2 < lo1 - tol_bottom {
+        return Err(fail("still-falling"));
+    }
+    // Visits to the top region (the top level and the one below it).
+    let top = t1.max(t2);
+    let (mut visits, mut run, mut longest) = (0, 0, 0);
+    for r in stretch {
+        if level(r.offer, width) >= top - 1 {
+            if run == 0 {
+                visits += 1;
+            }
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    if visits < 2 && longest * 2 < need {
+        return Err(fail("offer-never-revisited"));
+    }
+    Ok(())
 }
 
 /// Pools a period's windows by level, lowest level first.
@@ -600,14 +645,14 @@ impl TargetReport {
     ) -> Self {
         let assessed = assess(&history, rule, high);
         let s = assessed.as_ref().ok();
-        let capacity = s.and_then(|s| s.evidence.capacity.as_ref());
+        let capacity = s.and_then(|s| s.capacity.zip(s.evidence.capacity.as_ref()));
         let verdict = match (&assessed, capacity) {
             (Err(why), _) => format!(
                 "{name}: never became steady ({}; {} windows); no capacity figure",
                 why.detail,
                 history.len()
             ),
-            (Ok(s), Some(c)) => {
+            (Ok(s), Some((figure, c))) => {
                 let next = match &s.evidence.next_step_up {
                     Some(u) => format!(
                         "; {} {} the bound at {} ({} window{})",
@@ -617,11 +662,17 @@ impl TargetReport {
                         u.windows,
                         plural(u.windows)
                     ),
-                    None => "; no higher offer was tried".to_string(),
+                    None => match last_bad {
+                        Some(lb) => format!(
+                            "; no higher offer in the settled period (congestion last seen at {})",
+                            short(lb)
+                        ),
+                        None => "; no higher offer in the settled period".to_string(),
+                    },
                 };
                 format!(
                     "{name}: capacity {} {control} at steady state, failure ratio {} within the bound {} (95% interval {}–{} over {} windows){next}",
-                    short(c.offer),
+                    short(figure),
                     pct(c.failure_ratio),
                     pct(high),
                     pct(c.interval.low),
@@ -647,9 +698,7 @@ impl TargetReport {
             name: name.to_string(),
             control,
             steady: steady.is_some(),
-            within_bound: steady
-                .as_ref()
-                .is_some_and(|s| s.evidence.capacity.is_some()),
+            within_bound: steady.as_ref().is_some_and(|s| s.capacity.is_some()),
             steady_offer: steady.as_ref().map(|s| s.offer),
             failure_bound: high,
             observed_failure_ratio: steady.as_ref().and_then(|s| s.failure_ratio),
@@ -657,9 +706,7 @@ impl TargetReport {
             last_bad,
             windows: history.len(),
             verdict,
-            capacity: steady
-                .as_ref()
-                .and_then(|s| s.evidence.capacity.as_ref().map(|c| c.offer)),
+            capacity: steady.as_ref().and_then(|s| s.capacity),
             not_steady_reason: why.as_ref().map(|w| w.reason),
             why_not_steady: why.map(|w| w.detail),
             settled: steady.as_ref().map(|s| s.settled.clone()),

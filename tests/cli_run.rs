@@ -99,6 +99,24 @@ fn assert_steady_near(report: &serde_json::Value, capacity: f64) {
     }
     assert!(t["observed_failure_ratio"].as_f64().unwrap() <= 0.05);
     assert!(t["throughput_per_sec"].as_f64().unwrap() > 0.0);
+    // The capacity figure and its evidence.
+    let cap = t["capacity"].as_f64().unwrap();
+    assert!(
+        (cap - capacity).abs() <= 0.25 * capacity,
+        "capacity {cap} not within ±25% of {capacity}"
+    );
+    let at = &t["evidence"]["capacity"];
+    assert!(at["windows"].as_u64().unwrap() >= 2, "{at:#}");
+    assert!(at["failure_ratio"].as_f64().unwrap() <= 0.05, "{at:#}");
+    let (lo, hi) = (
+        at["interval"]["low"].as_f64().unwrap(),
+        at["interval"]["high"].as_f64().unwrap(),
+    );
+    assert!(
+        lo <= at["failure_ratio"].as_f64().unwrap() && hi >= lo,
+        "{at:#}"
+    );
+    assert!(t["why_not_steady"].is_null() && t["settled"]["windows"].as_u64().unwrap() >= 10);
 }
 
 #[test]
@@ -133,6 +151,12 @@ fn demo_reports_not_steady_honestly() {
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(r["targets"][0]["steady"], false);
     assert!(r["targets"][0]["steady_offer"].is_null());
+    assert!(r["targets"][0]["capacity"].is_null());
+    assert_eq!(r["targets"][0]["not_steady_reason"], "too-few-windows");
+    assert!(
+        stdout.contains("too few windows"),
+        "the report must say why: {stdout}"
+    );
 }
 
 #[test]
@@ -317,4 +341,15 @@ fn render_in_chromium(html: &std::path::Path) {
         points.split(' ').count() >= 10,
         "offer line is empty: {points:?}"
     );
+    // The evidence the capacity rests on is in the rendered page.
+    let evidence = dom
+        .split("class=\"evidence\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .unwrap_or_else(|| panic!("no evidence table in the rendered DOM:\n{dom}"));
+    assert!(
+        evidence.contains("<tr class=\"capacity\">"),
+        "no capacity row: {evidence}"
+    );
+    assert!(dom.contains("class=\"settled\""), "no settled period shown");
 }

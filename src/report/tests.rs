@@ -193,7 +193,8 @@ fn plateaus_give_today_s_figures() {
     assert_eq!(t.throughput_per_sec, Some(396.0));
     assert!(t.verdict.contains("capacity 40"), "{}", t.verdict);
     assert!(
-        t.verdict.contains("no higher offer was tried"),
+        t.verdict
+            .contains("no higher offer in the settled period (congestion last seen at 48)"),
         "{}",
         t.verdict
     );
@@ -243,6 +244,50 @@ fn climbing_runs_are_never_steady() {
     offers.extend([2.0, 3.0, 4.0, 6.0, 8.0, 9.0]);
     let t = report(against_wall(&offers, 10.0));
     assert!(!t.steady, "{}", t.verdict);
+}
+
+#[test]
+fn a_single_peak_halfway_up_a_climb_is_not_settled() {
+    // The simulator's cliff at 120, as the demo ran it.
+    let mut offers = vec![1.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 89.0];
+    offers.extend((0..14).map(|i| 96.0 + 2.0 * i as f64));
+    offers.extend([109.0, 111.0, 113.0, 115.0]);
+    let dead_band = |h: &mut Vec<WindowRecord>| {
+        for r in h.iter_mut() {
+            let f = match r.offer {
+                o if o > 121.0 => 0.1,
+                o if o > 120.0 => 0.02,
+                _ => 0.0,
+            };
+            r.failures = Some(f * 1000.0);
+            r.attempts = Some(1000.0);
+        }
+    };
+    let mut h = against_wall(&offers, 1e9);
+    dead_band(&mut h);
+    let t = report(h);
+    assert_eq!(
+        t.not_steady_reason,
+        Some("offer-never-revisited"),
+        "{}",
+        t.verdict
+    );
+    assert!(
+        t.verdict.contains("the top, 122, was reached once"),
+        "{}",
+        t.verdict
+    );
+    // Back at the top, held in the dead band: settled. Levels are 2 wide
+    // here (2 % of 121), so 120 and 121 pool; the figure rounds down.
+    offers.extend([117.0, 119.0, 121.0, 121.0, 121.0, 121.0, 121.0]);
+    let mut h = against_wall(&offers, 1e9);
+    dead_band(&mut h);
+    let t = report(h);
+    assert_eq!(t.capacity, Some(120.0), "{}", t.verdict);
+    let e = t.evidence.unwrap();
+    let c = e.capacity.unwrap();
+    assert_eq!((c.offer_min, c.offer_max, c.windows), (120.0, 121.0, 6));
+    assert_eq!(e.next_step_up.unwrap().offer, 122.0);
 }
 
 #[test]
