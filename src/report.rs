@@ -656,7 +656,7 @@ impl TargetReport {
                 let next = match &s.evidence.next_step_up {
                     Some(u) => format!(
                         "; {} {} the bound at {} ({} window{})",
-                        short(u.offer),
+                        level_offers(u),
                         if u.within_bound { "stayed within" } else { "exceeded" },
                         pct(u.failure_ratio),
                         u.windows,
@@ -736,10 +736,19 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
+/// A level's offers: one value, or the range pooled into it.
+pub(crate) fn level_offers(l: &LevelStats) -> String {
+    if l.offer_min == l.offer_max {
+        short(l.offer)
+    } else {
+        format!("{}–{}", short(l.offer_min), short(l.offer_max))
+    }
+}
+
 fn level_line(l: &LevelStats) -> String {
     format!(
         "{} over {} window{}: {}/{} attempts failed ({}, 95% interval {}–{})",
-        short(l.offer),
+        level_offers(l),
         l.windows,
         plural(l.windows),
         short(l.failures.round()),
@@ -780,12 +789,16 @@ impl Report {
             }
             if let Some(s) = &t.settled {
                 let peaks = match (s.peak_min, s.peak_max) {
-                    (Some(a), Some(b)) if a == b => {
-                        format!(", backed off {} times from {}", s.backoffs, short(a))
-                    }
-                    (Some(a), Some(b)) => format!(
-                        ", backed off {} times from {}–{}",
+                    (Some(a), Some(b)) if a == b => format!(
+                        ", backed off {} time{} from {}",
                         s.backoffs,
+                        plural(s.backoffs),
+                        short(a)
+                    ),
+                    (Some(a), Some(b)) => format!(
+                        ", backed off {} time{} from {}–{}",
+                        s.backoffs,
+                        plural(s.backoffs),
                         short(a),
                         short(b)
                     ),

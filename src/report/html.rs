@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use super::{short, LevelStats, Report, TargetReport};
+use super::{level_offers, short, LevelStats, Report, TargetReport};
 use crate::governor::pct;
 
 /// Renders the page.
@@ -113,11 +113,7 @@ fn evidence_table(t: &TargetReport) -> String {
         let _ = writeln!(
             out,
             "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td class=\"{}\">{}</td><td>{note}</td></tr>",
-            if l.offer_min == l.offer_max {
-                short(l.offer)
-            } else {
-                format!("{} ({}–{})", short(l.offer), short(l.offer_min), short(l.offer_max))
-            },
+            level_offers(l),
             l.windows,
             short(l.attempts.round()),
             short(l.failures.round()),
