@@ -66,11 +66,15 @@
 //! # Not steady
 //! A run is **never steady** only when one of these holds, and the report
 //! says which:
-//! - `writes-not-confirmed`: the last [`STALE_WINDOWS`] windows, or more than
-//!   half of the last `windows`, ran on an unconfirmed write. A target whose
-//!   writes are not being confirmed never gets a figure;
-//! - `signal-lost`, `no-traffic`, `windows-discarded`: the last
-//!   [`STALE_WINDOWS`] windows gave no evidence, for that reason;
+//! - `writes-not-confirmed`: the last [`STALE_WINDOWS`] windows ran on a
+//!   write the tool had not confirmed. A target whose writes are not being
+//!   confirmed never gets a figure (with no confirmed window there is no
+//!   evidence at all); a write confirmed a window or two late is normal;
+//! - `signal-lost`, `no-traffic`: the last [`STALE_WINDOWS`] windows gave no
+//!   evidence, for that reason (the governor's own signal-loss policy acts
+//!   after 3 invalid windows too);
+//! - `windows-discarded`: none of the last `windows` windows was evidence,
+//!   each was discarded (a window or two after each change is normal);
 //! - `too-few-windows`: fewer evidence windows than `windows`;
 //! - `still-climbing`, `still-falling`, `offer-never-revisited`: no trailing
 //!   stretch is settled; the reason is the last `windows`' (the sentence
@@ -408,31 +412,34 @@ pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<
     })
 }
 
-/// Ends steadiness when the latest windows give no evidence, or when most
-/// recent writes were not confirmed.
+/// Ends steadiness when the latest windows give no evidence: the last
+/// write is still unconfirmed after [`STALE_WINDOWS`] windows, the signal is
+/// lost or idle as long, or every one of the last `need` windows was
+/// discarded (a discarded window or two after each change is normal).
 fn stale(history: &[WindowRecord], need: usize) -> Result<(), NotSteady> {
     let last: Vec<Use> = history.iter().rev().take(need).map(use_of).collect();
-    let unconfirmed = last.iter().filter(|u| **u == Use::Unconfirmed).count();
-    let streak = last.iter().take_while(|u| **u != Use::Evidence).count();
-    let trailing_unconfirmed = last.iter().take_while(|u| **u == Use::Unconfirmed).count();
-    if trailing_unconfirmed >= STALE_WINDOWS || unconfirmed * 2 > last.len() {
+    let trailing = |u: Use| last.iter().take_while(|v| **v == u).count();
+    let unconfirmed = trailing(Use::Unconfirmed);
+    if unconfirmed >= STALE_WINDOWS {
         return Err(NotSteady::new(
             "writes-not-confirmed",
             format!(
-                "writes not confirmed: {unconfirmed} of the last {} windows ran on a write the tool had not confirmed (the offer in effect was the tool's); fix the control's read-back or the admin API",
-                last.len()
+                "writes not confirmed: the last {unconfirmed} windows ran on a write the tool had not confirmed (the offer in effect was the tool's); check the control's read-back and the admin API"
             ),
         ));
     }
-    if streak >= STALE_WINDOWS {
-        let (reason, what) = match last[0] {
-            Use::SignalError => ("signal-lost", "signal lost: no valid reading"),
-            Use::Discarded => (
-                "windows-discarded",
-                "windows discarded: each straddled an offer change or fell within the signal's lag",
-            ),
-            _ => ("no-traffic", "no traffic: no resolved attempts"),
-        };
+    let streak = last.iter().take_while(|u| **u != Use::Evidence).count();
+    let (reason, what, limit) = match last.first() {
+        Some(Use::SignalError) => ("signal-lost", "signal lost: no valid reading", STALE_WINDOWS),
+        Some(Use::NoTraffic) => ("no-traffic", "no traffic: no resolved attempts", STALE_WINDOWS),
+        Some(Use::Discarded) => (
+            "windows-discarded",
+            "windows discarded: each straddled an offer change or fell within the signal's lag (is the lag longer than the window?)",
+            need,
+        ),
+        _ => return Ok(()),
+    };
+    if streak >= limit {
         return Err(NotSteady::new(
             reason,
             format!("{what} in the last {streak} windows"),

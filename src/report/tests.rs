@@ -332,16 +332,16 @@ fn unconfirmed_writes_never_give_a_figure() {
     hang[n - 3].unconfirmed = true;
     let t = report(hang);
     assert_eq!(t.not_steady_reason, Some("writes-not-confirmed"));
-    // Confirmed only now and then: most recent windows unconfirmed.
-    let mut flaky = against_wall(&offers, 10.0);
-    let n = flaky.len();
-    for (i, r) in flaky[n - 10..].iter_mut().enumerate() {
+    // Every write confirmed two windows late: the confirmed windows are
+    // evidence, and the target still gets a figure.
+    let mut long = offers.clone();
+    long.extend(repeat(&[10.0, 11.0], 20));
+    let mut late = against_wall(&long, 10.0);
+    for (i, r) in late.iter_mut().enumerate().skip(6) {
         r.unconfirmed = i % 3 != 2;
     }
-    assert_eq!(
-        report(flaky).not_steady_reason,
-        Some("writes-not-confirmed")
-    );
+    let t = report(late);
+    assert_eq!(t.capacity, Some(10.0), "{}", t.verdict);
 }
 
 #[test]
@@ -409,7 +409,12 @@ fn every_recent_window_discarded_or_lost_says_so() {
     let base = against_wall(&offers, 10.0);
     let n = base.len();
     let mut d = base.clone();
-    d[n - 3..].iter_mut().for_each(|r| r.discarded = true);
+    d[n - 9..].iter_mut().for_each(|r| r.discarded = true);
+    assert!(
+        report(d.clone()).steady,
+        "nine discarded windows are a long lag"
+    );
+    d[n - 10].discarded = true;
     assert_eq!(report(d).not_steady_reason, Some("windows-discarded"));
     let mut lost = base.clone();
     lost[n - 3..].iter_mut().for_each(|r| {
@@ -638,4 +643,34 @@ fn html_shows_the_evidence() {
         text.contains("at the capacity: 10 over") && text.contains("next step up: 11 over"),
         "{text}"
     );
+}
+
+#[test]
+fn the_supervisor_reports_from_the_telemetry_history() {
+    use crate::telemetry::{TargetStatus, Telemetry};
+    let tel = Telemetry::with_history(1000);
+    let params = Params::new(Control::Concurrency, Some(40.0), 1.0, None, 0.05, None).unwrap();
+    for name in ["settled", "unconfirmed"] {
+        tel.register(TargetStatus::initial(name, &params, false));
+    }
+    let mut offers = vec![1.0, 2.0, 4.0, 8.0, 16.0, 7.0];
+    offers.extend(repeat(&[10.0, 11.0], 10));
+    for r in against_wall(&offers, 10.0) {
+        tel.record("settled", r.clone());
+        let mut u = r;
+        u.unconfirmed = u.time_secs > 0.0;
+        tel.record("unconfirmed", u);
+    }
+    let rule = SteadyRule::default();
+    let r = crate::supervisor::report_from(&tel, &rule);
+    let by = |n: &str| r.targets.iter().find(|t| t.name == n).unwrap();
+    assert_eq!(by("settled").capacity, Some(10.0));
+    assert_eq!(by("settled").failure_bound, 0.05);
+    assert_eq!(by("unconfirmed").capacity, None);
+    assert_eq!(
+        by("unconfirmed").not_steady_reason,
+        Some("writes-not-confirmed")
+    );
+    assert!(steady(&tel.history("settled"), &rule, params.high).is_some());
+    assert!(steady(&tel.history("unconfirmed"), &rule, params.high).is_none());
 }
