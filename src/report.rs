@@ -315,10 +315,14 @@ pub fn steady(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Option<
 pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<Steady, NotSteady> {
     let need = rule.need();
     stale(history, need)?;
-    let evidence: Vec<&WindowRecord> = history
+    // The latest evidence windows, at most MAX_PERIOD of them, oldest first.
+    let mut evidence: Vec<&WindowRecord> = history
         .iter()
+        .rev()
         .filter(|r| use_of(r) == Use::Evidence)
+        .take(MAX_PERIOD)
         .collect();
+    evidence.reverse();
     if evidence.len() < need {
         return Err(NotSteady::new(
             "too-few-windows",
@@ -330,14 +334,17 @@ pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<
     }
     let recent = &evidence[evidence.len() - need..];
     let top = recent.iter().map(|r| r.offer).fold(f64::MIN, f64::max);
-    let tail = &evidence[evidence.len().saturating_sub(MAX_PERIOD)..];
+    let tail = &evidence[..];
     let integer = tail.iter().all(|r| r.offer.fract() == 0.0);
     let width = level_width(top, integer);
     let tol_bottom = (rule.band * top.abs()).max(width);
+    let offers: Vec<f64> = tail.iter().map(|r| r.offer).collect();
+    let levels: Vec<i64> = offers.iter().map(|&o| level(o, width)).collect();
     let mut longest = None;
     let mut first_failure = None;
-    for len in need..=tail.len() {
-        match settled(&tail[tail.len() - len..], width, tol_bottom, need) {
+    let n = tail.len();
+    for len in need..=n {
+        match settled(&offers[n - len..], &levels[n - len..], tol_bottom, need) {
             Ok(()) => longest = Some(len),
             Err(e) => {
                 first_failure.get_or_insert(e);
@@ -504,24 +511,19 @@ impl Unsettled {
 /// Whether a stretch is settled: its two halves reach the same top and
 /// bottom, and its top was revisited (reached in two separate visits, or
 /// held for half the rule's windows).
-fn settled(
-    stretch: &[&WindowRecord],
-    width: f64,
-    tol_bottom: f64,
-    need: usize,
-) -> Result<(), Unsettled> {
-    let (first, second) = stretch.split_at(stretch.len() / 2);
-    let range = |s: &[&WindowRecord]| {
-        s.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
-            (lo.min(r.offer), hi.max(r.offer))
-        })
+fn settled(offers: &[f64], levels: &[i64], tol_bottom: f64, need: usize) -> Result<(), Unsettled> {
+    let half = offers.len() / 2;
+    let range = |s: &[f64]| {
+        s.iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &o| (lo.min(o), hi.max(o)))
     };
-    let (lo1, hi1) = range(first);
-    let (lo2, hi2) = range(second);
-    let (t1, t2) = (level(hi1, width), level(hi2, width));
+    let (lo1, hi1) = range(&offers[..half]);
+    let (lo2, hi2) = range(&offers[half..]);
+    let top_of = |s: &[i64]| s.iter().copied().max().unwrap_or(i64::MIN);
+    let (t1, t2) = (top_of(&levels[..half]), top_of(&levels[half..]));
     let fail = |reason| Unsettled {
         reason,
-        len: stretch.len(),
+        len: offers.len(),
         first: (lo1, hi1),
         second: (lo2, hi2),
         top: hi1.max(hi2),
@@ -534,22 +536,21 @@ fn settled(
     }
     // Visits to the top region (the top level and the one below it).
     let top = t1.max(t2);
-    let (mut visits, mut run, mut longest) = (0, 0, 0);
-    for r in stretch {
-        if level(r.offer, width) >= top - 1 {
+    let (mut visits, mut run) = (0, 0);
+    for &l in levels {
+        if l >= top - 1 {
             if run == 0 {
                 visits += 1;
             }
             run += 1;
-            longest = longest.max(run);
+            if visits >= 2 || run * 2 >= need {
+                return Ok(());
+            }
         } else {
             run = 0;
         }
     }
-    if visits < 2 && longest * 2 < need {
-        return Err(fail("offer-never-revisited"));
-    }
-    Ok(())
+    Err(fail("offer-never-revisited"))
 }
 
 /// Pools a period's windows by level, lowest level first.
