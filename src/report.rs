@@ -656,9 +656,10 @@ impl TargetReport {
         let capacity = s.and_then(|s| s.capacity.zip(s.evidence.capacity.as_ref()));
         let verdict = match (&assessed, capacity) {
             (Err(why), _) => format!(
-                "{name}: never became steady ({}; {} windows); no capacity figure",
-                why.detail,
-                history.len()
+                "{name}: never became steady in {} window{} ({}); no capacity figure",
+                history.len(),
+                plural(history.len()),
+                why.detail
             ),
             (Ok(s), Some((figure, c))) => {
                 let next = match &s.evidence.next_step_up {
