@@ -186,7 +186,7 @@ impl Running {
         !statuses.is_empty()
             && statuses
                 .iter()
-                .all(|s| report::steady(&self.telemetry.history(&s.name), rule).is_some())
+                .all(|s| report::steady(&self.telemetry.history(&s.name), rule, s.high).is_some())
     }
 
     /// The capacity report over every target's history so far.

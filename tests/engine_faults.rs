@@ -109,7 +109,11 @@ async fn never_confirmed(fault: Fault, name: &str) {
     running.shutdown(Duration::from_secs(5)).await;
     assert_eq!(ended, Ended::Deadline, "{name}: reported steady: {status}");
     assert_eq!(tool.workers(), 1.0);
-    assert_eq!(offer, Some(1.0), "{name}: the offer shown is not the tool's: {status}");
+    assert_eq!(
+        offer,
+        Some(1.0),
+        "{name}: the offer shown is not the tool's: {status}"
+    );
     let t = &report.targets[0];
     assert!(
         !t.steady && !t.within_bound,
@@ -135,8 +139,7 @@ async fn offers_stay_within_floor_and_ceiling_whatever_the_tool_reports() {
     let cfg = config(&tool, "bounds", 20, 150, "");
     let running = start(&cfg).await;
     let ctl = running.addr;
-    let at_ceiling =
-        wait_until(Duration::from_secs(10), || async { tool.workers() == 20.0 }).await;
+    let at_ceiling = wait_until(Duration::from_secs(10), || async { tool.workers() == 20.0 }).await;
     assert!(at_ceiling, "{}", target_status(ctl, "bounds").await);
     let offer = || async {
         metric(ctl, "throttle_offer{target=\"bounds\"}")
@@ -166,30 +169,72 @@ async fn offers_stay_within_floor_and_ceiling_whatever_the_tool_reports() {
             tokio::time::sleep(Duration::from_millis(30)).await;
         }
     }
-    let invalid = metric(ctl, "throttle_control_invalid_readings_total{target=\"bounds\"}").await;
-    assert!(invalid.unwrap_or(0.0) >= 1.0, "{}", get_text(&format!("http://{ctl}/metrics")).await);
+    let invalid = metric(
+        ctl,
+        "throttle_control_invalid_readings_total{target=\"bounds\"}",
+    )
+    .await;
+    assert!(
+        invalid.unwrap_or(0.0) >= 1.0,
+        "{}",
+        get_text(&format!("http://{ctl}/metrics")).await
+    );
     tool.set_fault(Fault::None);
     running.shutdown(Duration::from_secs(5)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_governors_on_one_tool_are_detected_and_do_not_race() {
+    // Two governors that disagree: `a` may climb to 100, `b` holds the
+    // tool at or below 10. Each sees the other's writes as changes from
+    // outside, and without detection they would fight for ever.
     let tool = FakeTool::start(30.0, 1.0).await;
     let a = start(&config(&tool, "a", 100, 200, "")).await;
-    let b = start(&config(&tool, "b", 100, 330, "")).await;
+    let b = start(&config(&tool, "b", 10, 330, "")).await;
     let conflict = |ctl, name: &'static str| async move {
-        metric(ctl, &format!("throttle_outside_writer_conflict{{target=\"{name}\"}}")).await
+        metric(
+            ctl,
+            &format!("throttle_outside_writer_conflict{{target=\"{name}\"}}"),
+        )
+        .await
             == Some(1.0)
     };
+    let flagged = |ctl| async move {
+        let (ca, cb) = (conflict(ctl, "a").await, conflict(ctl, "b").await);
+        ca || cb
+    };
     let detected = wait_until(Duration::from_secs(30), || async {
-        conflict(a.addr, "a").await || conflict(b.addr, "b").await
+        flagged(a.addr).await || flagged(b.addr).await
     })
     .await;
     let (sa, sb) = (
         target_status(a.addr, "a").await,
         target_status(b.addr, "b").await,
     );
+    // The flagged governor stops writing: its write count stays put.
+    let (who, ctl) = if conflict(a.addr, "a").await {
+        ("a", a.addr)
+    } else {
+        ("b", b.addr)
+    };
+    let writes = |ctl| async move {
+        let text = get_text(&format!("http://{ctl}/metrics")).await;
+        text.lines()
+            .filter(|l| {
+                l.starts_with("throttle_control_writes_total{")
+                    && l.contains(&format!("target=\"{who}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let before = writes(ctl).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let still = conflict(ctl, who).await;
+    let after = writes(ctl).await;
     a.shutdown(Duration::from_secs(5)).await;
     b.shutdown(Duration::from_secs(5)).await;
     assert!(detected, "no conflict flagged:\n{sa}\n{sb}");
+    if still {
+        assert_eq!(before, after, "{who} kept writing while flagged");
+    }
 }

@@ -674,11 +674,27 @@ impl Core {
             self.need_split = true;
         }
         let not_written = self.policy.dry_run || self.conflict;
+        // While a write is pending or unconfirmed, the offer in effect is
+        // what the tool reports, never the value asked for.
+        let in_effect = if idle && !unconfirmed {
+            None
+        } else {
+            let up: Vec<&MemberState> = self.members.values().filter(|m| m.up).collect();
+            if up.is_empty() {
+                None
+            } else {
+                up.iter()
+                    .map(|m| m.committed)
+                    .sum::<Option<f64>>()
+                    .map(|v| self.clamp(v))
+            }
+        };
         ev.push(Event::Window {
             outcome,
             at,
             window_secs: self.policy.window_secs,
             unconfirmed,
+            in_effect,
             not_written,
             baseline: self.members.values().any(|m| m.window.baseline().is_some()),
         });

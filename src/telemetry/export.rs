@@ -62,6 +62,9 @@ pub enum Event {
         window_secs: f64,
         /// The last write was not confirmed: the offer is the tool's.
         unconfirmed: bool,
+        /// The offer the tool reports, while a write is pending or
+        /// unconfirmed (shown instead of the value asked for).
+        in_effect: Option<f64>,
         /// Movements are not written (dry run, or another writer fights).
         not_written: bool,
         /// Whether a baseline reading is set (the target is ready).
@@ -353,6 +356,7 @@ impl Exporter {
                 at,
                 window_secs,
                 unconfirmed,
+                in_effect,
                 not_written,
                 baseline,
             } => {
@@ -364,7 +368,7 @@ impl Exporter {
                 } else if outcome.reason != Some(HoldReason::CounterReset) {
                     m.signal_up.get_or_create(&l).set(1.0);
                 }
-                tel.export_outcome(name, &outcome, at, window_secs, unconfirmed);
+                tel.export_outcome(name, &outcome, at, window_secs, unconfirmed, in_effect);
                 if outcome.memory_cleared {
                     log_memory_clear(name, knob, outcome.from);
                 }

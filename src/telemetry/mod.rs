@@ -237,8 +237,12 @@ impl Telemetry {
         at: f64,
         window_secs: f64,
         unconfirmed: bool,
+        in_effect: Option<f64>,
     ) {
         let tel = self;
+        // The offer the window ran at: the tool's while our write is
+        // pending or unconfirmed.
+        let ran_at = in_effect.unwrap_or(o.from);
         let m = &tel.metrics;
         let l = label(name);
         m.decisions
@@ -256,7 +260,7 @@ impl Telemetry {
             .get_or_create(&l)
             .set(o.last_bad.unwrap_or(f64::NAN));
         m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
-        m.offer.get_or_create(&l).set(o.from);
+        m.offer.get_or_create(&l).set(ran_at);
         let sig = o.signal;
         if let Some(s) = sig {
             m.window_attempts.get_or_create(&l).set(s.attempts);
@@ -279,7 +283,7 @@ impl Telemetry {
                 | Some(HoldReason::OfferChange)
         );
         tel.update(name, |st| {
-            st.offer = o.from;
+            st.offer = ran_at;
             st.last_bad = o.last_bad;
             st.clean_streak = o.clean_streak;
             if let Some(f) = sig.and_then(|s| s.frac) {
@@ -296,7 +300,7 @@ impl Telemetry {
             name,
             WindowRecord {
                 time_secs: at,
-                offer: o.from,
+                offer: ran_at,
                 attempts: sig.map(|s| s.attempts),
                 failures: sig.map(|s| s.failures),
                 frac: sig.and_then(|s| s.frac),
