@@ -388,7 +388,7 @@ impl ThrottleGovernor {
 
         let mut memory_cleared = false;
         if let Some(bad) = self.state.last_bad {
-            let (streak, clear) = memory_clear_step(self.state.clean_streak, clean && from >= bad);
+            let (streak, clear) = memory_clear_step(self.state.clean_streak, clean && self.at_or_above(from, bad));
             self.state.clean_streak = streak;
             if clear {
                 self.state.last_bad = None;
@@ -399,7 +399,7 @@ impl ThrottleGovernor {
         }
 
         let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up);
-        let decision = p.round(raw, from);
+        let decision = p.round(self.exact_up(raw, from), from);
         if kind == Move::Retreat && decision != Decision::Hold {
             self.robust.retreated = true;
         }

@@ -1,0 +1,315 @@
+//! Profile advice: recognise, from the windows the default profile decides,
+//! the signatures that the `robust` profile handles better, and say so once.
+//!
+//! Why it exists: `profile = "robust"` is opt-in (the default must stay
+//! exactly `GOVERNOR.md`), so a user whose target shows tiny samples,
+//! lagged failures or load-independent failure bursts would never learn that
+//! the default is costing them goodput or failures. This detector watches
+//! the windows one at a time and returns at most one [`Advice`], with a
+//! human reason, for the live loop to log.
+//!
+//! What it may touch: [`crate::governor`]'s types only. It is pure (no clock,
+//! no I/O) and never changes a decision: it reads them.
+//!
+//! # Signatures
+//! - **Tiny samples**: at least [`TINY_WINDOWS`] of the windows with traffic
+//!   resolved fewer than `1 / low` attempts (so one failure leaves a window
+//!   unclean), and at least [`TINY_DOWNS`] of those windows backed off.
+//! - **Lagged failures**: [`LAG_EPISODES`] times, a Down was followed by a
+//!   second Down on a lower fraction and then by a clean window: the second
+//!   Down answered failures that outlasted the first (late-resolving
+//!   failures, retries), not a new overload.
+//! - **Load-independent bursts**: [`BURST_EVENTS`] times, a window breached
+//!   `high` right after a clean window with no Up in the two windows before
+//!   it: the failures came without more load, so backing off does not
+//!   address them.
+//!
+//! Each count needs [`MIN_WINDOWS`] windows with traffic before it speaks,
+//! so a start-up transient never triggers advice.
+
+use std::fmt;
+
+use super::{Decision, Params};
+
+/// Windows with traffic before any advice.
+pub const MIN_WINDOWS: u32 = 20;
+/// Tiny-sample windows needed.
+pub const TINY_WINDOWS: u32 = 10;
+/// Back-offs on tiny samples needed.
+pub const TINY_DOWNS: u32 = 2;
+/// Lag episodes needed.
+pub const LAG_EPISODES: u32 = 2;
+/// Unprovoked breaches needed.
+pub const BURST_EVENTS: u32 = 3;
+
+/// One window as the detector sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdviceWindow {
+    /// Resolved attempts in the window.
+    pub attempts: f64,
+    /// Failed attempts in the window.
+    pub failures: f64,
+    /// The committed offer the window ran at.
+    pub offer: f64,
+    /// What the governor decided on it.
+    pub decision: Decision,
+}
+
+/// Which signature was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Signature {
+    /// Too few attempts per window for one failure to stay below `low`.
+    TinySamples,
+    /// Failures that outlast the Down that answered them.
+    LaggedFailures,
+    /// Failure bursts that arrive without more load.
+    LoadIndependentBursts,
+}
+
+impl Signature {
+    /// The spelling used in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signature::TinySamples => "tiny samples",
+            Signature::LaggedFailures => "lagged failures",
+            Signature::LoadIndependentBursts => "load-independent bursts",
+        }
+    }
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A suggestion to try `profile = "robust"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advice {
+    /// What was seen.
+    pub signature: Signature,
+    /// Why, in words, with the counts.
+    pub reason: String,
+}
+
+impl fmt::Display for Advice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}; try profile = \"robust\"",
+            self.signature, self.reason
+        )
+    }
+}
+
+/// The detector: feed it every window; it answers at most once.
+#[derive(Debug, Clone)]
+pub struct Advisor {
+    high: f64,
+    low: f64,
+    windows: u32,
+    tiny: u32,
+    tiny_downs: u32,
+    lag: u32,
+    bursts: u32,
+    /// The last two windows' fractions and decisions, newest last.
+    recent: [Option<(f64, Decision)>; 2],
+    spoken: bool,
+}
+
+impl Advisor {
+    /// A detector for a target governed with `params`.
+    pub fn new(params: &Params) -> Self {
+        Advisor {
+            high: params.high,
+            low: params.low,
+            windows: 0,
+            tiny: 0,
+            tiny_downs: 0,
+            lag: 0,
+            bursts: 0,
+            recent: [None, None],
+            spoken: false,
+        }
+    }
+
+    /// Whether the advice has been given.
+    pub fn has_spoken(&self) -> bool {
+        self.spoken
+    }
+
+    /// Folds one window; returns the advice the first time a signature is
+    /// established, and `None` ever after.
+    pub fn observe(&mut self, w: AdviceWindow) -> Option<Advice> {
+        if self.spoken || !(w.attempts > 0.0) {
+            return None;
+        }
+        self.windows += 1;
+        let frac = w.failures / w.attempts;
+        let down = matches!(w.decision, Decision::Down(_));
+        if w.attempts * self.low < 1.0 {
+            self.tiny += 1;
+            if down {
+                self.tiny_downs += 1;
+            }
+        }
+        let [older, prev] = self.recent;
+        // Down, Down on a lower fraction, then clean.
+        if frac < self.low {
+            if let (Some((f1, Decision::Down(_))), Some((f2, Decision::Down(_)))) = (older, prev) {
+                if f2 < f1 {
+                    self.lag += 1;
+                }
+            }
+        }
+        // A breach after a clean window, with no Up in the two before.
+        let no_up = |r: Option<(f64, Decision)>| !matches!(r, Some((_, Decision::Up(_))));
+        if frac > self.high
+            && prev.is_some_and(|(f, _)| f < self.low)
+            && no_up(prev)
+            && no_up(older)
+        {
+            self.bursts += 1;
+        }
+        self.recent = [prev, Some((frac, w.decision))];
+        if self.windows < MIN_WINDOWS {
+            return None;
+        }
+        let advice = if self.tiny >= TINY_WINDOWS && self.tiny_downs >= TINY_DOWNS {
+            Some(Advice {
+                signature: Signature::TinySamples,
+                reason: format!(
+                    "{} of {} windows resolved fewer than {:.0} attempts, so one failure \
+                     keeps a window from being clean, and {} of them backed off",
+                    self.tiny,
+                    self.windows,
+                    1.0 / self.low,
+                    self.tiny_downs
+                ),
+            })
+        } else if self.lag >= LAG_EPISODES {
+            Some(Advice {
+                signature: Signature::LaggedFailures,
+                reason: format!(
+                    "{} times a second back-off answered failures that outlasted the first, \
+                     and the next window was clean",
+                    self.lag
+                ),
+            })
+        } else if self.bursts >= BURST_EVENTS {
+            Some(Advice {
+                signature: Signature::LoadIndependentBursts,
+                reason: format!(
+                    "{} times failures crossed high right after a clean window with no \
+                     increase in load",
+                    self.bursts
+                ),
+            })
+        } else {
+            None
+        };
+        self.spoken = advice.is_some();
+        advice
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Control, Params, ThrottleGovernor};
+    use super::*;
+
+    fn params() -> Params {
+        Params::new(Control::Concurrency, Some(1000.0), 1.0, None, 0.05, None).unwrap()
+    }
+
+    /// Feeds (attempts, failures) windows through the default governor and
+    /// the advisor; returns every advice given.
+    fn run(windows: impl IntoIterator<Item = (f64, f64)>) -> Vec<Advice> {
+        let mut g = ThrottleGovernor::new(params());
+        let mut a = Advisor::new(g.params());
+        let mut out = Vec::new();
+        for (n, f) in windows {
+            let offer = g.state().current;
+            let o = g.step(n, f);
+            out.extend(a.observe(AdviceWindow {
+                attempts: n,
+                failures: f,
+                offer,
+                decision: o.decision,
+            }));
+        }
+        out
+    }
+
+    #[test]
+    fn a_clean_steady_target_gets_no_advice() {
+        assert!(run((0..200).map(|_| (1000.0, 0.0))).is_empty());
+        // A plain overload now and then, after probes: no advice either.
+        let w = (0..200).map(|i| if i % 10 == 9 { (1000.0, 200.0) } else { (1000.0, 0.0) });
+        assert!(run(w).is_empty());
+    }
+
+    #[test]
+    fn tiny_samples_are_named_once() {
+        // 30 attempts a window, two failures every fourth window (6.7 %).
+        let w = (0..100).map(|i| if i % 4 == 3 { (30.0, 2.0) } else { (30.0, 0.0) });
+        let advice = run(w);
+        assert_eq!(advice.len(), 1, "{advice:?}");
+        assert_eq!(advice[0].signature, Signature::TinySamples);
+        assert!(advice[0].reason.contains("fewer than 100 attempts"), "{}", advice[0]);
+        assert!(advice[0].to_string().ends_with("try profile = \"robust\""));
+    }
+
+    #[test]
+    fn lagged_failures_are_named() {
+        // Clean, a breach, failures that outlast the Down (a lower fraction),
+        // then clean: a lag episode every 10 windows.
+        let w = (0..100).map(|i| match i % 10 {
+            5 => (1000.0, 300.0),
+            6 => (1000.0, 150.0),
+            _ => (1000.0, 0.0),
+        });
+        let advice = run(w);
+        assert_eq!(advice.len(), 1, "{advice:?}");
+        assert_eq!(advice[0].signature, Signature::LaggedFailures);
+    }
+
+    #[test]
+    fn load_independent_bursts_are_named() {
+        // The advisor is fed hand-made decisions: held offers, then a burst
+        // whose Down follows no Up.
+        let mut a = Advisor::new(&params());
+        let mut got = Vec::new();
+        for i in 0..60 {
+            let (f, d) = if i % 12 == 11 {
+                (400.0, Decision::Down(60.0))
+            } else {
+                (0.0, Decision::Hold)
+            };
+            got.extend(a.observe(AdviceWindow {
+                attempts: 1000.0,
+                failures: f,
+                offer: 100.0,
+                decision: d,
+            }));
+        }
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].signature, Signature::LoadIndependentBursts);
+        assert!(a.has_spoken());
+    }
+
+    #[test]
+    fn windows_without_traffic_are_ignored() {
+        let mut a = Advisor::new(&params());
+        for _ in 0..100 {
+            let none = a.observe(AdviceWindow {
+                attempts: 0.0,
+                failures: 0.0,
+                offer: 1.0,
+                decision: Decision::Hold,
+            });
+            assert_eq!(none, None);
+        }
+        assert_eq!(a.windows, 0);
+    }
+}
