@@ -245,7 +245,13 @@ mod tests {
     fn a_clean_steady_target_gets_no_advice() {
         assert!(run((0..200).map(|_| (1000.0, 0.0))).is_empty());
         // A plain overload now and then, after probes: no advice either.
-        let w = (0..200).map(|i| if i % 10 == 9 { (1000.0, 200.0) } else { (1000.0, 0.0) });
+        let w = (0..200).map(|i| {
+            if i % 10 == 9 {
+                (1000.0, 200.0)
+            } else {
+                (1000.0, 0.0)
+            }
+        });
         assert!(run(w).is_empty());
     }
 
@@ -256,7 +262,11 @@ mod tests {
         let advice = run(w);
         assert_eq!(advice.len(), 1, "{advice:?}");
         assert_eq!(advice[0].signature, Signature::TinySamples);
-        assert!(advice[0].reason.contains("fewer than 100 attempts"), "{}", advice[0]);
+        assert!(
+            advice[0].reason.contains("fewer than 100 attempts"),
+            "{}",
+            advice[0]
+        );
         assert!(advice[0].to_string().ends_with("try profile = \"robust\""));
     }
 

@@ -109,7 +109,9 @@ impl ThrottleGovernor {
     /// The resolution in effect at `offer`: the parameters' and the learned
     /// one, whichever is coarser.
     pub fn resolution_at(&self, offer: f64) -> f64 {
-        self.params.resolution_at(offer).max(self.learned_resolution)
+        self.params
+            .resolution_at(offer)
+            .max(self.learned_resolution)
     }
 
     /// `a >= b` at the knob's resolution (for whole numbers, exactly

@@ -388,7 +388,10 @@ impl ThrottleGovernor {
 
         let mut memory_cleared = false;
         if let Some(bad) = self.state.last_bad {
-            let (streak, clear) = memory_clear_step(self.state.clean_streak, clean && self.at_or_above(from, bad));
+            let (streak, clear) = memory_clear_step(
+                self.state.clean_streak,
+                clean && self.at_or_above(from, bad),
+            );
             self.state.clean_streak = streak;
             if clear {
                 self.state.last_bad = None;

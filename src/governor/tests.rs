@@ -1424,7 +1424,9 @@ fn check_run(p: Params, events: &[Event]) -> Result<(), TestCaseError> {
             );
             // An Up below the resolution becomes the probe (governor::exact).
             let raw = match raw {
-                Decision::Up(t) if t - before.current < RATE_RELATIVE_RESOLUTION * before.current => {
+                Decision::Up(t)
+                    if t - before.current < RATE_RELATIVE_RESOLUTION * before.current =>
+                {
                     let probe = memory_for_decide.map_or(1.0, |b: f64| (0.02 * b).max(1.0));
                     let t = (before.current + probe).min(p.ceiling);
                     if t - before.current >= RATE_RELATIVE_RESOLUTION * before.current {

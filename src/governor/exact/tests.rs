@@ -41,7 +41,12 @@ fn ulp_low(x: f64) -> f64 {
 #[test]
 fn the_one_ulp_stall_is_gone() {
     // 0.75 * 242.68800000000002 = 182.01600000000002, read back as 182.016.
-    let mut g = at(rate(1000.0), Profile::Default, 182.016, Some(242.68800000000002));
+    let mut g = at(
+        rate(1000.0),
+        Profile::Default,
+        182.016,
+        Some(242.68800000000002),
+    );
     let o = g.step(1000.0, 0.0);
     // The reclimb's Up would be 1 ulp; the probe applies instead.
     let Decision::Up(to) = o.decision else {
@@ -211,4 +216,3 @@ proptest! {
         prop_assert!(last >= top - g.resolution_at(top), "ended at {last} of {ceiling}");
     }
 }
-
