@@ -1120,6 +1120,7 @@ mod tests {
             last_bad: Some(100.0),
             clean_streak: 0,
             memory_cleared: false,
+            clamped_from: None,
         };
         assert_eq!(
             render_jsonl(std::slice::from_ref(&row)),
