@@ -96,11 +96,19 @@ fn simulate_rounds_offers_down_and_records_the_truth() {
     let trace = simulate(&mut Fixed(cap + 10.7), cfg, 10);
     assert!(trace.offers.iter().all(|&o| o == cap + 10.0));
     assert!(trace.capacity.iter().all(|&c| c == cap));
-    // Exactly the excess is rejected: 10 workers * 10 attempts.
+    // The excess is rejected: 10 of cap + 10 workers, with Poisson attempts
+    // and binomial failures around that share.
+    let (n, f): (u64, u64) = (trace.attempts.iter().sum(), trace.failures.iter().sum());
+    let share = 10.0 / (cap + 10.0);
     assert!(
-        trace.failures.iter().all(|&f| f == 100),
-        "{:?}",
+        (f as f64 / n as f64 - share).abs() < 0.3 * share,
+        "{f} of {n}: {:?}",
         trace.failures
+    );
+    assert!(
+        trace.attempts.windows(2).any(|w| w[0] != w[1]),
+        "Poisson attempts vary: {:?}",
+        trace.attempts
     );
     assert_eq!(trace.memory_clears, None);
 }
@@ -218,22 +226,24 @@ fn table_names_every_row_and_the_goals() {
     let report = run(&fast_plan());
     let text = render_table(&report);
     for row in &report.rows {
-        let needle = format!(
-            "| {:<10} | {:<15} |",
-            row.model.name(),
-            row.controller.name()
-        );
-        assert!(text.contains(&needle), "{needle} missing:\n{text}");
+        let found = text.lines().any(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            cells.len() > 3 && cells[1] == row.model.name() && cells[2] == row.controller.name()
+        });
+        assert!(found, "{} {} missing:\n{text}", row.model, row.controller);
     }
     assert!(text.contains("The robust profile's goals"));
     let g = goals(&report);
     assert_eq!(g.len(), ModelKind::ALL.len());
     for goal in &g {
-        let fragile = matches!(
-            goal.model,
-            ModelKind::Cliff | ModelKind::Rejector | ModelKind::Knee | ModelKind::Step
+        assert!(
+            goal.within_slack.is_some(),
+            "every model is held to the default"
         );
-        assert_eq!(goal.within_slack.is_some(), fragile);
+        assert_eq!(
+            goal.met,
+            goal.has_fewest_failed && goal.within_slack == Some(true)
+        );
     }
 }
 
@@ -278,7 +288,9 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
     let (dg, df) = g.vs_default.unwrap();
     assert!((dg - (0.93 / 0.95 - 1.0)).abs() < 1e-12);
     assert!((df - 0.04).abs() < 1e-12);
-    assert_eq!(g.within_slack, Some(true));
+    // 0.93 is 2.1 % below the default's 0.95: outside the 2 % slack.
+    assert_eq!(g.within_slack, Some(false));
+    assert!(!g.met);
 }
 
 #[test]
