@@ -141,7 +141,7 @@ impl Advisor {
     /// Folds one window; returns the advice the first time a signature is
     /// established, and `None` ever after.
     pub fn observe(&mut self, w: AdviceWindow) -> Option<Advice> {
-        if self.spoken || !(w.attempts > 0.0) {
+        if self.spoken || w.attempts.is_nan() || w.attempts <= 0.0 {
             return None;
         }
         self.windows += 1;

@@ -81,7 +81,7 @@ impl SplitMix64 {
     /// rounded, clamped normal approximation (variance = mean), whose error
     /// is far below the sampling noise there. Constant time for large means.
     pub fn poisson(&mut self, mean: f64) -> u64 {
-        if !(mean > 0.0) {
+        if mean.is_nan() || mean <= 0.0 {
             return 0;
         }
         if mean < 30.0 {
