@@ -104,14 +104,33 @@ use super::{
 pub const EVIDENCE_ALPHA: f64 = 0.01;
 /// The first re-probe increment after a memory clear, as a share of the
 /// offer at which the memory cleared.
-pub const REPROBE_START: f64 = 0.02;
+pub const REPROBE_START: f64 = 0.25;
 /// The most consecutive clean verdicts an additive probe waits for.
 pub const MAX_DWELL: u32 = 32;
 /// The Down after a non-additive Up whose first verdict is in the dead
 /// band: the default's smallest back-off factor.
 pub const BAND_BACK_OFF: f64 = 0.9;
+/// A probe that lands in the dead band is undone only above this share of
+/// `high`.
+pub const BAND_RETREAT_ABOVE: f64 = 0.4;
+/// A breach at least this large (20 %) after steady clean windows is
+/// tested for a load-independent burst.
+pub const BURST_MIN_FRAC: f64 = 0.2;
+/// Consecutive clean verdicts at an offer before a breach there counts as
+/// unprovoked.
+pub const BURST_STEADY: u32 = 2;
+/// A settle window whose fraction stays above this share of the breach's
+/// did not fall with the offer: a burst, not congestion.
+pub const BURST_NOT_FALLING: f64 = 0.7;
+/// Dead-band verdicts in a row at one offer before it steps down a probe.
+pub const BAND_PATIENCE: u32 = 12;
+/// Windows at the current offer that the breach test pools.
+pub const BREACH_WINDOWS: usize = 8;
+/// Settle windows that must show a breach after a Down before Ups settle
+/// too.
+pub const LAG_EVIDENCE: u32 = 1000;
 /// Growth per clean verdict of the opening slow start.
-pub const SLOW_START_GROWTH: f64 = 1.5;
+pub const SLOW_START_GROWTH: f64 = 2.0;
 
 /// Which movement the settle window follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +153,11 @@ pub struct RobustState {
     offer_attempts: f64,
     /// Failures at the current offer.
     offer_failures: f64,
+    /// The last [`BREACH_WINDOWS`] windows at the current offer, as
+    /// (attempts, failures), oldest overwritten first.
+    offer_recent: [(f64, f64); BREACH_WINDOWS],
+    /// How many of `offer_recent` are filled.
+    offer_len: usize,
     /// Set right after a movement: the next window settles.
     settle: Option<Settle>,
     /// The fraction that caused the last Down.
@@ -155,9 +179,15 @@ pub struct RobustState {
     in_episode: bool,
     /// Whether failures have been seen to outlast a Down (delayed failures,
     /// retries): from then on, Ups settle too.
-    lag_seen: bool,
+    lag_seen: u32,
     /// Consecutive clean verdicts at the current offer.
     clean_run: u32,
+    /// Set by a Down on an unprovoked breach, until its settle window.
+    burst: Option<Burst>,
+    /// Consecutive verdicts at the current offer that were no breach.
+    calm_run: u32,
+    /// Consecutive dead-band verdicts at the current offer.
+    band_run: u32,
     /// Clean verdicts the next additive probe waits for.
     dwell: u32,
 }
@@ -170,6 +200,8 @@ impl Default for RobustState {
             pool_windows: 0,
             offer_attempts: 0.0,
             offer_failures: 0.0,
+            offer_recent: [(0.0, 0.0); BREACH_WINDOWS],
+            offer_len: 0,
             settle: None,
             last_down_frac: 0.0,
             reprobe: None,
@@ -179,8 +211,11 @@ impl Default for RobustState {
             fresh_up: false,
             retreated: false,
             in_episode: false,
-            lag_seen: false,
+            lag_seen: 0,
             clean_run: 0,
+            burst: None,
+            calm_run: 0,
+            band_run: 0,
             dwell: 1,
         }
     }
@@ -194,9 +229,12 @@ impl RobustState {
     }
 
     fn moved(&mut self) {
+        self.calm_run = 0;
+        self.band_run = 0;
         self.empty_pool();
         self.offer_attempts = 0.0;
         self.offer_failures = 0.0;
+        self.offer_len = 0;
         self.clean_run = 0;
     }
 
@@ -311,6 +349,24 @@ enum Verdict {
     },
     /// Hold with this reason; nothing else changes.
     Hold(HoldReason),
+    /// The settle window after a Down on a burst: the failures did not
+    /// fall with the offer, or vanished at once. Return to the offer
+    /// before the burst, with the memory as it was.
+    /// `true` when the failures were seen not to fall: the burst may go on,
+    /// and its next window is tested again.
+    BurstOver(Burst, bool),
+}
+
+/// A Down on a breach that came without more load, pending its test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Burst {
+    /// The offer before the Down.
+    from: f64,
+    /// The breach's fraction.
+    frac: f64,
+    /// `last_bad` and the clean streak before the Down.
+    last_bad: Option<f64>,
+    clean_streak: u32,
 }
 
 /// What the robust decision does besides the raw decision.
@@ -322,6 +378,8 @@ enum Move {
     Additive,
     /// A failed additive probe, undone.
     Retreat,
+    /// A step down out of a lasting dead band.
+    Settle,
 }
 
 impl ThrottleGovernor {
@@ -354,6 +412,7 @@ impl ThrottleGovernor {
         };
         let (judgement, evidence) = match verdict {
             Verdict::Hold(reason) => return self.hold(reason, Some(signal), false),
+            Verdict::BurstOver(burst, ongoing) => return self.burst_over(burst, ongoing, signal),
             Verdict::Decide {
                 judgement,
                 evidence,
@@ -382,7 +441,17 @@ impl ThrottleGovernor {
             if additive_from.is_some() {
                 self.robust.dwell = 1;
             }
-        } else {
+        }
+        let steady = self.robust.calm_run;
+        self.robust.calm_run = match judgement {
+            Judgement::Breach(_) => 0,
+            _ => self.robust.calm_run + 1,
+        };
+        self.robust.band_run = match judgement {
+            Judgement::Band(_) => self.robust.band_run + 1,
+            _ => 0,
+        };
+        if !clean {
             self.robust.clean_run = 0;
         }
 
@@ -418,6 +487,25 @@ impl ThrottleGovernor {
                     Some(prev) if self.robust.in_episode => prev.max(from),
                     _ => from,
                 };
+                // A large breach after steady clean windows, with no move
+                // that could have caused it, may not be congestion at all:
+                // the settle window tells.
+                self.robust.burst = match judgement {
+                    Judgement::Breach(f)
+                        if f >= BURST_MIN_FRAC
+                            && steady >= BURST_STEADY
+                            && kind == Move::Plain
+                            && !fresh_up =>
+                    {
+                        Some(Burst {
+                            from,
+                            frac: f,
+                            last_bad: self.state.last_bad,
+                            clean_streak: self.state.clean_streak,
+                        })
+                    }
+                    _ => None,
+                };
                 self.state.last_bad = Some(bad);
                 self.state.current = to;
                 self.robust.moved();
@@ -447,7 +535,7 @@ impl ThrottleGovernor {
                 self.state.current = to;
                 self.robust.moved();
                 self.robust.in_episode = false;
-                if self.robust.lag_seen {
+                if self.robust.lag_seen >= LAG_EVIDENCE {
                     self.robust.settle = Some(Settle::AfterUp);
                 }
                 if kind == Move::Additive {
@@ -478,9 +566,19 @@ impl ThrottleGovernor {
     fn settle(&mut self, after: Settle, attempts: f64, failures: f64) -> Verdict {
         let p = self.params;
         let frac = failures / attempts;
+        if let Some(burst) = self.robust.burst.take() {
+            // Congestion answers a lower offer with fewer failures; a burst
+            // does not care, and a one-window burst is simply over.
+            if frac < p.low {
+                return Verdict::BurstOver(burst, false);
+            }
+            if frac >= BURST_NOT_FALLING * burst.frac {
+                return Verdict::BurstOver(burst, true);
+            }
+        }
         let breach = significant_breach(failures, attempts, p.high);
         if after == Settle::AfterDown && breach {
-            self.robust.lag_seen = true;
+            self.robust.lag_seen += 1;
         }
         let judgement = match after {
             Settle::AfterUp if breach => Some(Judgement::Breach(frac)),
@@ -506,6 +604,35 @@ impl ThrottleGovernor {
         }
     }
 
+    /// Returns to the offer before a burst's Down, with the memory as it
+    /// was: the failures were not the offer's doing.
+    fn burst_over(&mut self, burst: Burst, ongoing: bool, signal: Signal) -> Outcome {
+        let p = self.params;
+        let from = self.state.current;
+        self.state.last_bad = burst.last_bad;
+        self.state.clean_streak = burst.clean_streak;
+        self.robust.in_episode = false;
+        self.robust.empty_pool();
+        let target = burst.from.min(p.ceiling);
+        let decision = p.round(Decision::Up(target), from);
+        let Decision::Up(to) = decision else {
+            return self.hold(HoldReason::Settling, Some(signal), false);
+        };
+        let mode = match self.state.last_bad {
+            None => Mode::Climbing,
+            Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
+            Some(_) => Mode::Probing,
+        };
+        self.state.current = to;
+        self.robust.moved();
+        if ongoing {
+            // A burst shown not to follow the offer: its next window at the
+            // old offer is tested again, not taken as congestion.
+            self.robust.calm_run = BURST_STEADY;
+        }
+        self.outcome(decision, from, to, Some(mode), None, signal, false)
+    }
+
     /// Adds a window to the pools and says whether they give a verdict.
     fn pool(&mut self, attempts: f64, failures: f64) -> Verdict {
         let p = self.params;
@@ -513,8 +640,21 @@ impl ThrottleGovernor {
         r.pool_attempts += attempts;
         r.pool_failures += failures;
         r.pool_windows += 1;
-        r.offer_attempts += attempts;
-        r.offer_failures += failures;
+        // The breach test looks at recent windows at this offer, not at
+        // every window since the last move: early clean windows must not
+        // hide failures that are rising now.
+        let slot = r.offer_len % BREACH_WINDOWS;
+        r.offer_recent[slot] = (attempts, failures);
+        r.offer_len += 1;
+        let filled = r.offer_len.min(BREACH_WINDOWS);
+        r.offer_attempts = r.offer_recent[..filled].iter().map(|w| w.0).sum();
+        r.offer_failures = r.offer_recent[..filled].iter().map(|w| w.1).sum();
+        if significant_breach(failures, attempts, p.high) {
+            return Verdict::Decide {
+                judgement: Judgement::Breach(failures / attempts),
+                evidence: None,
+            };
+        }
         let (n, f) = (r.pool_attempts, r.pool_failures);
         let evidence = (r.pool_windows > 1).then_some(Evidence {
             attempts: n,
@@ -588,6 +728,19 @@ impl ThrottleGovernor {
                     Decision::Hold
                 };
                 return (d, kind);
+            }
+            Judgement::Band(f) if f <= BAND_RETREAT_ABOVE * p.high => {
+                // Failing a little for good costs failures without goodput
+                // on a target that rejects the excess: after a while in the
+                // band, step down by one probe.
+                if r.band_run >= BAND_PATIENCE {
+                    let step = self.state.last_bad.map_or(1.0, |b| (0.02 * b).max(1.0));
+                    let target = (from - step).max(p.floor);
+                    if target < from {
+                        return (Decision::Down(target), Move::Settle);
+                    }
+                }
+                return (Decision::Hold, Move::Plain);
             }
             Judgement::Band(_) => {
                 return match additive_from {
