@@ -321,3 +321,74 @@ fn trace_prints_every_window_of_one_seed() {
     assert_eq!(oracle[89]["window"], 89);
     assert_eq!(text, render_trace(&plan, 5), "deterministic");
 }
+
+/// The goals per model of a full bench run (every model, every controller).
+fn goals_at(windows: usize, seeds: u64) -> Vec<Goal> {
+    let plan = BenchArgs {
+        seeds,
+        windows,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    goals(&run(&plan))
+}
+
+/// Which models miss the robust profile's goal, with the numbers that say why.
+fn misses(goals: &[Goal]) -> Vec<String> {
+    goals
+        .iter()
+        .filter(|g| !g.met)
+        .map(|g| {
+            format!(
+                "{}: goodput {:.3}, failed {:.0}, fewest {:?}, vs default {:?}",
+                g.model, g.robust_goodput, g.robust_failed, g.fewest_failed, g.vs_default
+            )
+        })
+        .collect()
+}
+
+/// Issue 14's goal, from the bench itself: at 150 windows, on every model,
+/// the robust profile reaches 0.90 of the oracle's goodput, has the fewest
+/// failed attempts of all controllers that do, and stays within 2 % of the
+/// default's goodput.
+#[test]
+fn the_robust_profile_meets_the_goal_on_every_model_at_150_windows() {
+    for seeds in [30, 100] {
+        let goals = goals_at(150, seeds);
+        assert_eq!(goals.len(), ModelKind::ALL.len());
+        let missed = misses(&goals);
+        assert!(missed.is_empty(), "150 windows, {seeds} seeds: {missed:#?}");
+    }
+}
+
+/// At 600 windows AIMD's slow additive climb reaches 0.90 too, and its
+/// failures are lower than robust's on four models (robust's opening slow
+/// start overshoots once, and its probes keep finding the wall): this pins
+/// what is true today, by name, so that a change either way is seen.
+#[test]
+fn at_600_windows_the_goal_holds_except_on_four_named_models() {
+    let expected_misses = [
+        ModelKind::Warming,
+        ModelKind::Metastable,
+        ModelKind::RetryChurn,
+        ModelKind::FastFail,
+    ];
+    for seeds in [30, 100] {
+        let goals = goals_at(600, seeds);
+        for g in &goals {
+            let expected = !expected_misses.contains(&g.model);
+            assert_eq!(g.met, expected, "600 windows, {seeds} seeds: {g:?}");
+            // Where it misses, it is on failures against AIMD, never on
+            // goodput or against the default.
+            assert!(g.reaches_goodput && g.within_slack == Some(true), "{g:?}");
+            if !expected {
+                assert_eq!(
+                    g.fewest_failed.map(|f| f.0),
+                    Some(ControllerKind::Aimd),
+                    "{g:?}"
+                );
+            }
+        }
+    }
+}
