@@ -12,17 +12,22 @@
 //! no I/O) and never changes a decision: it reads them.
 //!
 //! # Signatures
-//! - **Tiny samples**: at least [`TINY_WINDOWS`] of the windows with traffic
+//! - **Tiny samples**: at least [`TINY_WINDOWS`] (and half) of the windows with traffic
 //!   resolved fewer than `1 / low` attempts (so one failure leaves a window
-//!   unclean), and at least [`TINY_DOWNS`] of those windows backed off.
-//! - **Lagged failures**: [`LAG_EPISODES`] times, a Down was followed by a
-//!   second Down on a lower fraction and then by a clean window: the second
-//!   Down answered failures that outlasted the first (late-resolving
-//!   failures, retries), not a new overload.
-//! - **Load-independent bursts**: [`BURST_EVENTS`] times, a window breached
-//!   `high` right after a clean window with no Up in the two windows before
-//!   it: the failures came without more load, so backing off does not
-//!   address them.
+//!   unclean), and at least [`TINY_DOWNS`] of those windows backed off on a
+//!   fraction under 20 % (a failure or two too many, not an overload).
+//! - **Lagged failures** (on windows of at least `1 / low` attempts):
+//!   [`LAG_EPISODES`] times, two or more Downs in a row right after an Up
+//!   (within two windows), one of them on a
+//!   fraction at least [`LAG_NOT_FALLING`] (80 %) of the Down before it
+//!   although the offer fell, ended in a clean window: the later Downs
+//!   answered failures that outlasted the first (late-resolving failures,
+//!   retries), not a new overload.
+//! - **Load-independent bursts** (likewise): [`BURST_EVENTS`] times, a
+//!   window failed at least [`BURST_MIN_FRAC`] (20 %) of its attempts right
+//!   after a window within `high`, with no Up in the two windows before it:
+//!   the failures came without more load, so backing off does not address
+//!   them.
 //!
 //! Each count needs [`MIN_WINDOWS`] windows with traffic before it speaks,
 //! so a start-up transient never triggers advice.
@@ -39,8 +44,14 @@ pub const TINY_WINDOWS: u32 = 10;
 pub const TINY_DOWNS: u32 = 2;
 /// Lag episodes needed.
 pub const LAG_EPISODES: u32 = 2;
+/// A Down whose fraction stays above this share of the previous Down's
+/// did not fall with the offer.
+pub const LAG_NOT_FALLING: f64 = 0.8;
 /// Unprovoked breaches needed.
-pub const BURST_EVENTS: u32 = 3;
+pub const BURST_EVENTS: u32 = 2;
+/// The least fraction (20 %) of an unprovoked breach that counts: small
+/// ones are a capacity drifting down.
+pub const BURST_MIN_FRAC: f64 = 0.2;
 
 /// One window as the detector sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,6 +123,9 @@ pub struct Advisor {
     tiny_downs: u32,
     lag: u32,
     bursts: u32,
+    /// The current run of Downs: (count, last fraction, whether a Down
+    /// came on a fraction that did not fall).
+    downs: Option<(u32, f64, bool)>,
     /// The last two windows' fractions and decisions, newest last.
     recent: [Option<(f64, Decision)>; 2],
     spoken: bool,
@@ -128,6 +142,7 @@ impl Advisor {
             tiny_downs: 0,
             lag: 0,
             bursts: 0,
+            downs: None,
             recent: [None, None],
             spoken: false,
         }
@@ -147,25 +162,45 @@ impl Advisor {
         self.windows += 1;
         let frac = w.failures / w.attempts;
         let down = matches!(w.decision, Decision::Down(_));
-        if w.attempts * self.low < 1.0 {
+        let tiny = w.attempts * self.low < 1.0;
+        if tiny {
             self.tiny += 1;
-            if down {
+            // A small breach on a tiny window: one or two failures too many.
+            if down && frac < BURST_MIN_FRAC {
                 self.tiny_downs += 1;
             }
         }
         let [older, prev] = self.recent;
-        // Down, Down on a lower fraction, then clean.
-        if frac < self.low {
-            if let (Some((f1, Decision::Down(_))), Some((f2, Decision::Down(_)))) = (older, prev) {
-                if f2 < f1 {
+        // Downs in a row where the fraction did not fall with the offer,
+        // then clean at once (on windows large enough to tell: tiny ones
+        // are the first signature's).
+        if !tiny {
+            // Only a run that an Up provoked (in the two windows before it)
+            // is an overshoot whose failures came late; an unprovoked one
+            // is the third signature's.
+            let provoked = [older, prev]
+                .iter()
+                .any(|r| matches!(r, Some((_, Decision::Up(_)))));
+            if down {
+                self.downs = match self.downs {
+                    Some((n, last, stuck)) => {
+                        Some((n + 1, frac, stuck || frac >= LAG_NOT_FALLING * last))
+                    }
+                    None if provoked => Some((1, frac, false)),
+                    None => None,
+                };
+            } else if let Some((n, _, stuck)) = self.downs.take() {
+                if frac < self.low && n >= 2 && stuck {
                     self.lag += 1;
                 }
             }
         }
-        // A breach after a clean window, with no Up in the two before.
+        // A large breach after a window within the bound, with no Up in the
+        // two before.
         let no_up = |r: Option<(f64, Decision)>| !matches!(r, Some((_, Decision::Up(_))));
-        if frac > self.high
-            && prev.is_some_and(|(f, _)| f < self.low)
+        if frac >= BURST_MIN_FRAC
+            && !tiny
+            && prev.is_some_and(|(f, _)| f <= self.high)
             && no_up(prev)
             && no_up(older)
         {
@@ -175,7 +210,10 @@ impl Advisor {
         if self.windows < MIN_WINDOWS {
             return None;
         }
-        let advice = if self.tiny >= TINY_WINDOWS && self.tiny_downs >= TINY_DOWNS {
+        let advice = if self.tiny >= TINY_WINDOWS
+            && 2 * self.tiny >= self.windows
+            && self.tiny_downs >= TINY_DOWNS
+        {
             Some(Advice {
                 signature: Signature::TinySamples,
                 reason: format!(
@@ -200,8 +238,8 @@ impl Advisor {
             Some(Advice {
                 signature: Signature::LoadIndependentBursts,
                 reason: format!(
-                    "{} times failures crossed high right after a clean window with no \
-                     increase in load",
+                    "{} times at least 20 % of attempts failed right after a window within \
+                     high, with no increase in load",
                     self.bursts
                 ),
             })
@@ -272,16 +310,24 @@ mod tests {
 
     #[test]
     fn lagged_failures_are_named() {
-        // Clean, a breach, failures that outlast the Down (a lower fraction),
-        // then clean: a lag episode every 10 windows.
+        // An overshoot whose failures outlast the Down: the fraction does
+        // not fall although the offer did, then it is clean at once. The
+        // Ups come from the default governor's own climbs.
         let w = (0..100).map(|i| match i % 10 {
             5 => (1000.0, 300.0),
-            6 => (1000.0, 150.0),
+            6 => (1000.0, 300.0),
             _ => (1000.0, 0.0),
         });
         let advice = run(w);
         assert_eq!(advice.len(), 1, "{advice:?}");
         assert_eq!(advice[0].signature, Signature::LaggedFailures);
+        // Falling fractions are plain congestion, twice over: no advice.
+        let w = (0..100).map(|i| match i % 10 {
+            5 => (1000.0, 300.0),
+            6 => (1000.0, 100.0),
+            _ => (1000.0, 0.0),
+        });
+        assert!(run(w).is_empty());
     }
 
     #[test]
