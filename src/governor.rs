@@ -360,6 +360,9 @@ pub enum ParamError {
     /// could ever show that the target recovered.
     #[error("`floor` must be greater than 0: at an offer of 0 there is no traffic, so the governor could never see the target recover")]
     ZeroFloor,
+    /// A resolution that is not a finite number above 0.
+    #[error("`resolution` must be a finite number > 0, e.g. 0.01 for a rate rounded to 2 decimals (got {0})")]
+    ResolutionNotPositive(f64),
     /// `ceiling` missing for concurrency.
     #[error("`ceiling` is required for control = \"concurrency\" (the authored concurrency)")]
     CeilingRequired,

@@ -97,6 +97,12 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = Control::Concurrency)]
     pub control: Control,
 
+    /// The knob's smallest move, e.g. 0.01 for a tool that rounds a rate to
+    /// 2 decimals: an Up smaller than this becomes the additive probe
+    /// [default: 1 for concurrency, 1e-9 of the offer for rate].
+    #[arg(long, value_name = "STEP")]
+    pub resolution: Option<f64>,
+
     /// How to print the decisions.
     #[arg(long, value_enum, default_value_t = OutputFormat::Jsonl)]
     pub format: OutputFormat,
@@ -118,6 +124,7 @@ impl Default for ReplayArgs {
             ceiling: None,
             start: None,
             control: Control::Concurrency,
+            resolution: None,
             format: OutputFormat::Jsonl,
             profile: Profile::Default,
         }
@@ -127,15 +134,28 @@ impl Default for ReplayArgs {
 impl ReplayArgs {
     /// Validates the governor parameters, reporting every problem at once.
     pub fn params(&self) -> Result<Params, ReplayError> {
-        Params::new(
+        let params = Params::new(
             self.control,
             self.ceiling,
             self.floor,
             self.start,
             self.high,
             self.low,
-        )
-        .map_err(ReplayError::Params)
+        );
+        match (params, self.resolution) {
+            (Ok(p), Some(r)) => p
+                .with_resolution(r)
+                .map_err(|e| ReplayError::Params(vec![e])),
+            (Ok(p), None) => Ok(p),
+            (Err(mut errors), Some(r)) => {
+                // Report a bad resolution beside the other problems.
+                if !(r.is_finite() && r > 0.0) {
+                    errors.push(ParamError::ResolutionNotPositive(r));
+                }
+                Err(ReplayError::Params(errors))
+            }
+            (Err(errors), None) => Err(ReplayError::Params(errors)),
+        }
     }
 
     /// Whether the input is stdin (`FILE` absent or `-`).

@@ -962,3 +962,25 @@ fn a_rounding_read_back_does_not_stall_the_reclimb() {
         assert!(to - from >= 1.0, "a real move, not 1 ulp: {r}");
     }
 }
+
+/// A tool that truncates a rate to 2 decimals, with `--resolution 0.01`:
+/// the reclimb's last hair (0.0045) is below the knob's step, so the probe
+/// applies at once; a bad resolution is a usage error naming the flag.
+#[test]
+fn a_configured_resolution_turns_a_sub_step_up_into_the_probe() {
+    let input = "{\"attempts\": 100, \"failures\": 50, \"current\": 100.006}\n\
+                 {\"attempts\": 100, \"failures\": 0, \"current\": 75}\n";
+    let args = ["--control", "rate", "--ceiling", "1000"];
+    let plain = replay(&args, input).rows();
+    assert_eq!(
+        plain[1]["to"],
+        json!(0.75 * 100.006),
+        "a real (if small) move"
+    );
+    let mut with = args.to_vec();
+    with.extend(["--resolution", "0.01"]);
+    let rows = replay(&with, input).rows();
+    assert_eq!(rows[1]["to"], json!(75.0 + 0.02 * 100.006), "{:?}", rows[1]);
+    replay(&["--control", "rate", "--resolution", "0"], "")
+        .assert_rejected(&["`resolution` must be a finite number > 0"]);
+}

@@ -78,10 +78,7 @@ impl Params {
     /// whole number (it can only be coarser than 1).
     pub fn with_resolution(mut self, resolution: f64) -> Result<Params, ParamError> {
         if !(resolution.is_finite() && resolution > 0.0) {
-            return Err(ParamError::NotFiniteNonNegative {
-                field: "resolution",
-                value: resolution,
-            });
+            return Err(ParamError::ResolutionNotPositive(resolution));
         }
         if self.control.is_integer() && resolution.fract() != 0.0 {
             return Err(ParamError::NotInteger {
