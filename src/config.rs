@@ -1020,6 +1020,7 @@ fn param_field(e: &ParamError) -> &'static str {
         ParamError::FloorAboveCeiling { .. } | ParamError::ZeroFloor => "floor",
         ParamError::StartOutOfRange { .. } => "start",
         ParamError::CeilingRequired => "ceiling",
+        ParamError::ResolutionNotPositive(_) => "resolution",
     }
 }
 
