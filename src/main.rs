@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            logging::stderr_text(&format!("error: {err:#}\n"));
             ExitCode::from(exit_code(&err))
         }
     }
@@ -100,6 +100,9 @@ fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
 
 fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
+    for warning in config.warnings() {
+        logging::stderr_text(&format!("warning: {warning}\n"));
+    }
     print(&format!(
         "{}: valid, {} target{}\n",
         args.config.display(),
@@ -110,6 +113,9 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
+    for warning in config.warnings() {
+        tracing::warn!("Config: {warning}");
+    }
     let rule = SteadyRule {
         windows: args.steady_windows,
         band: args.steady_band,
@@ -152,7 +158,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let report = running.report(&rule);
     running.shutdown(Duration::from_secs(10)).await;
     if args.until_steady || args.report_json.is_some() || args.report_html.is_some() {
-        eprint!("{}", report.to_text());
+        logging::stderr_text(&report.to_text());
     }
     demo::write_reports(
         &report,
