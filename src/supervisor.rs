@@ -195,6 +195,9 @@ pub async fn start(
         }
     }
     let state = opts.state.clone();
+    if let Some(store) = &state {
+        store.count_errors_in(telemetry.metrics.faults.state_write_errors.clone());
+    }
     let tasks = build_tasks(config, &telemetry, &opts)?;
     let groups = crate::reload::Unit::build_groups(config, &telemetry, &opts)?;
     telemetry
@@ -243,9 +246,7 @@ pub async fn start(
                     _ = token.cancelled() => break,
                     _ = tick.tick() => {}
                 }
-                if let Err(e) = store.flush() {
-                    warn!(error = %e, "Cannot write the state file");
-                }
+                store.flush_reporting();
             }
         });
     }

@@ -158,6 +158,45 @@ pub struct Metrics {
     /// `throttle_decision_latency_seconds`: one series for all targets
     /// (the controller's own overhead, not a per-target signal).
     pub decision_latency: Histogram,
+    /// Faults of the controller's own I/O (logging, state file, server).
+    pub faults: FaultMetrics,
+}
+
+/// Counters of the controller's own I/O faults: each is present at 0 from
+/// the first scrape, so a dashboard panel or an alert reads 0, not "no data".
+#[derive(Debug, Clone, Default)]
+pub struct FaultMetrics {
+    /// `throttle_state_write_errors_total`
+    pub state_write_errors: Counter,
+    /// `throttle_server_connections_shed_total`
+    pub connections_shed: Counter,
+    /// `throttle_server_connections`
+    pub connections: Gauge,
+}
+
+impl FaultMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "throttle_log_write_errors",
+            "Log lines dropped because stderr or stdout could not be written (closed pipe, full disk)",
+            crate::telemetry::logging::write_errors().clone(),
+        );
+        registry.register(
+            "throttle_state_write_errors",
+            "Failed writes of the state file ([server] state_file)",
+            self.state_write_errors.clone(),
+        );
+        registry.register(
+            "throttle_server_connections_shed",
+            "Idle connections to the controller's server closed to make room at the connection cap",
+            self.connections_shed.clone(),
+        );
+        registry.register(
+            "throttle_server_connections",
+            "Open connections to the controller's server",
+            self.connections.clone(),
+        );
+    }
 }
 
 impl Default for Metrics {
@@ -201,8 +240,10 @@ impl Metrics {
             config_reloads: Family::default(),
             // 1 µs .. ~1.2 s in steps of 25 %: fine enough for p50 and p99.
             decision_latency: Histogram::new(exponential_buckets(1e-6, 1.25, 64)),
+            faults: FaultMetrics::default(),
             registry: Registry::default(),
         };
+        m.faults.register(&mut registry);
         let build: Family<BuildLabels, GaugeF> = Family::default();
         build
             .get_or_create(&BuildLabels {
