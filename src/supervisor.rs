@@ -77,8 +77,8 @@ pub enum SupervisorError {
     },
 }
 
-/// The shared HTTP client: pooled connections, a connect timeout, and no
-/// redirects to other hosts.
+/// The shared HTTP client: pooled connections, a connect timeout, and
+/// redirects only to the same scheme, host and port.
 pub fn http_client() -> Result<reqwest::Client, SupervisorError> {
     client_builder()
         .build()
@@ -100,18 +100,7 @@ pub fn client_for(
 }
 
 fn client_builder() -> reqwest::ClientBuilder {
-    let policy = reqwest::redirect::Policy::custom(|attempt| {
-        let same_host = attempt
-            .previous()
-            .first()
-            .map(|first| first.host_str() == attempt.url().host_str())
-            .unwrap_or(false);
-        if attempt.previous().len() > 5 || !same_host {
-            attempt.stop()
-        } else {
-            attempt.follow()
-        }
-    });
+    let policy = crate::signal::http::redirect_policy();
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(2))
         .redirect(policy)
