@@ -174,6 +174,65 @@ pub struct FaultMetrics {
     pub connections: Gauge,
 }
 
+/// The bounded `error_type` of `throttle_signal_errors_total`
+/// ([`crate::signal::SignalError::error_type`]).
+pub const SIGNAL_ERROR_TYPES: &[&str] = &[
+    "timeout",
+    "connect",
+    "http_status",
+    "too_large",
+    "transport",
+    "parse",
+    "missing_series",
+    "format",
+    "refused",
+    "stale",
+];
+
+/// The bounded `error_type` of `throttle_control_errors_total`
+/// ([`crate::control::ControlError::error_type`]).
+pub const CONTROL_ERROR_TYPES: &[&str] = &[
+    "timeout",
+    "connect",
+    "http_4xx",
+    "http_5xx",
+    "transport",
+    "read_back",
+    "config",
+    "refused",
+    "above_max",
+    "unsupported",
+];
+
+/// The bounded `(decision, mode, reason)` sets of `throttle_decisions_total`.
+pub const DECISIONS: &[(&str, &str, &str)] = &[
+    ("up", "climbing", "none"),
+    ("up", "reclimbing", "none"),
+    ("up", "probing", "none"),
+    ("down", "backing-off", "none"),
+    ("hold", "none", "no-traffic"),
+    ("hold", "none", "dead-band"),
+    ("hold", "none", "at-ceiling"),
+    ("hold", "none", "at-floor"),
+    ("hold", "none", "baseline"),
+    ("hold", "none", "counter-reset"),
+    ("hold", "none", "signal-error"),
+    ("hold", "none", "settling"),
+    ("hold", "none", "gathering"),
+    ("hold", "none", "dwelling"),
+];
+
+/// `{result}` of `throttle_push_requests_total`.
+pub const PUSH_RESULTS: &[&str] = &[
+    "accepted",
+    "unauthorized",
+    "too_large",
+    "unsupported",
+    "bad_request",
+    "no_target",
+    "unusable",
+];
+
 impl FaultMetrics {
     fn register(&self, registry: &mut Registry) {
         registry.register(
@@ -244,6 +303,11 @@ impl Metrics {
             registry: Registry::default(),
         };
         m.faults.register(&mut registry);
+        for &result in PUSH_RESULTS {
+            m.push_requests
+                .get_or_create(&PushLabels { result })
+                .inc_by(0);
+        }
         let build: Family<BuildLabels, GaugeF> = Family::default();
         build
             .get_or_create(&BuildLabels {
@@ -435,6 +499,58 @@ impl Metrics {
                 })
                 .inc_by(0);
         }
+        self.init_bounded_series(target);
+    }
+
+    /// Every bounded label set of a target's counters and histograms at 0,
+    /// so that every dashboard query and alert has data from the first
+    /// scrape ("0 errors", not "no data").
+    fn init_bounded_series(&self, target: &str) {
+        let l = label(target);
+        let errors = |error_type| ErrorLabels {
+            target: target.to_string(),
+            error_type,
+        };
+        for &t in SIGNAL_ERROR_TYPES {
+            self.signal_errors.get_or_create(&errors(t)).inc_by(0);
+        }
+        for &t in CONTROL_ERROR_TYPES {
+            self.control_errors.get_or_create(&errors(t)).inc_by(0);
+        }
+        for &(decision, mode, reason) in DECISIONS {
+            self.decisions
+                .get_or_create(&DecisionLabels {
+                    target: target.to_string(),
+                    decision,
+                    mode,
+                    reason,
+                })
+                .inc_by(0);
+        }
+        self.read_duration.get_or_create(&l);
+        self.write_duration.get_or_create(&l);
+    }
+
+    /// Removes the series of [`Self::init_bounded_series`].
+    fn remove_bounded_series(&self, target: &str) {
+        let errors = |error_type| ErrorLabels {
+            target: target.to_string(),
+            error_type,
+        };
+        for &t in SIGNAL_ERROR_TYPES {
+            self.signal_errors.remove(&errors(t));
+        }
+        for &t in CONTROL_ERROR_TYPES {
+            self.control_errors.remove(&errors(t));
+        }
+        for &(decision, mode, reason) in DECISIONS {
+            self.decisions.remove(&DecisionLabels {
+                target: target.to_string(),
+                decision,
+                mode,
+                reason,
+            });
+        }
     }
 
     /// Removes every series of one target (when it is removed from the config).
@@ -463,6 +579,7 @@ impl Metrics {
         self.tool_restarts.remove(&l);
         self.read_duration.remove(&l);
         self.write_duration.remove(&l);
+        self.remove_bounded_series(target);
     }
 
     /// Refreshes the process gauges (Linux `/proc/self`; tokio's task count).
@@ -541,5 +658,69 @@ pub fn openmetrics_to_prometheus(text: &str) -> String {
 pub fn label(target: &str) -> TargetLabel {
     TargetLabel {
         target: target.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use super::*;
+    use crate::control::ControlError;
+    use crate::governor::{HoldReason, Mode};
+    use crate::signal::SignalError;
+    use std::time::Duration;
+
+    #[test]
+    fn the_vocabularies_cover_every_variant() {
+        let d = Duration::ZERO;
+        for e in [
+            SignalError::Timeout(d),
+            SignalError::Connect(String::new()),
+            SignalError::Status(500),
+            SignalError::TooLarge(1),
+            SignalError::Transport(String::new()),
+            SignalError::MissingSeries(String::new()),
+            SignalError::Format(String::new()),
+            SignalError::Refused(String::new()),
+            SignalError::Stale(String::new()),
+        ] {
+            assert!(SIGNAL_ERROR_TYPES.contains(&e.error_type()), "{e:?}");
+        }
+        for e in [
+            ControlError::Timeout(d),
+            ControlError::Connect(String::new()),
+            ControlError::Transport(String::new()),
+            ControlError::Config(String::new()),
+            ControlError::Unsupported(String::new()),
+        ] {
+            assert!(CONTROL_ERROR_TYPES.contains(&e.error_type()), "{e:?}");
+        }
+        for m in [
+            Mode::Climbing,
+            Mode::Reclimbing,
+            Mode::Probing,
+            Mode::BackingOff,
+        ] {
+            assert!(
+                DECISIONS.iter().any(|(_, mode, _)| *mode == m.as_str()),
+                "{m:?}"
+            );
+        }
+        for r in [
+            HoldReason::NoTraffic,
+            HoldReason::DeadBand,
+            HoldReason::AtCeiling,
+            HoldReason::AtFloor,
+            HoldReason::Baseline,
+            HoldReason::CounterReset,
+            HoldReason::SignalError,
+            HoldReason::Settling,
+            HoldReason::Gathering,
+            HoldReason::Dwelling,
+        ] {
+            assert!(
+                DECISIONS.iter().any(|(_, _, reason)| *reason == r.as_str()),
+                "{r:?}"
+            );
+        }
     }
 }
