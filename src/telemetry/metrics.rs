@@ -481,6 +481,10 @@ impl Metrics {
         self.failure_bound.get_or_create(&l).set(high);
         self.offer.get_or_create(&l).set(start);
         self.last_bad.get_or_create(&l).set(f64::NAN);
+        // No window yet: nothing observed, and no fraction to speak of.
+        self.failure_ratio.get_or_create(&l).set(f64::NAN);
+        self.window_attempts.get_or_create(&l).set(0.0);
+        self.window_failures.get_or_create(&l).set(0.0);
         self.clean_streak.get_or_create(&l).set(0.0);
         self.signal_up.get_or_create(&l).set(0.0);
         self.signal_lost.get_or_create(&l).set(0.0);
@@ -527,8 +531,8 @@ impl Metrics {
                 })
                 .inc_by(0);
         }
-        self.read_duration.get_or_create(&l);
-        self.write_duration.get_or_create(&l);
+        drop(self.read_duration.get_or_create(&l));
+        drop(self.write_duration.get_or_create(&l));
     }
 
     /// Removes the series of [`Self::init_bounded_series`].
