@@ -24,7 +24,10 @@ pub fn problems(config: &Config) -> Vec<FieldError> {
     };
     let push = &config.server.push;
     let has_token = push.bearer_token_file.is_some() || push.bearer_token_env.is_some();
-    if !config.server.listen.ip().is_loopback() && !has_token && !config.server.allow_unauthenticated_push {
+    if !config.server.listen.ip().is_loopback()
+        && !has_token
+        && !config.server.allow_unauthenticated_push
+    {
         out.push(server(
             "server.push",
             format!(
@@ -74,7 +77,10 @@ pub fn problems(config: &Config) -> Vec<FieldError> {
 pub fn warnings(config: &Config) -> Vec<String> {
     let push = &config.server.push;
     let has_token = push.bearer_token_file.is_some() || push.bearer_token_env.is_some();
-    if config.server.allow_unauthenticated_push && !has_token && !config.server.listen.ip().is_loopback() {
+    if config.server.allow_unauthenticated_push
+        && !has_token
+        && !config.server.listen.ip().is_loopback()
+    {
         vec![format!(
             "the push endpoint on {} accepts pushes without a token (allow_unauthenticated_push = true): anyone who reaches it can move the signal",
             config.server.listen

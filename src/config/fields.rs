@@ -12,8 +12,8 @@
 use serde::de::DeserializeOwned;
 
 use super::{
-    GooseSignalConfig, HttpControlConfig, K6SignalConfig, LocustControlConfig,
-    LocustSignalConfig, PrometheusSignalConfig, ToolControlConfig,
+    GooseSignalConfig, HttpControlConfig, K6SignalConfig, LocustControlConfig, LocustSignalConfig,
+    PrometheusSignalConfig, ToolControlConfig,
 };
 use crate::signal::promql::PromqlSignalConfig;
 use crate::signal::push::PushSignalConfig;
@@ -102,7 +102,9 @@ fn refine(root: &toml::Value, path: String, reason: String) -> TypeError {
     }
     let mut reason = rewrite(&reason);
     if reason == "invalid socket address syntax" {
-        let given = lookup(root, &path).map(|v| format!(", got {v}")).unwrap_or_default();
+        let given = lookup(root, &path)
+            .map(|v| format!(", got {v}"))
+            .unwrap_or_default();
         reason = format!("expected an address such as \"127.0.0.1:9464\"{given}");
     }
     TypeError { path, reason }
@@ -134,7 +136,11 @@ pub fn rewrite(message: &str) -> String {
         let Some((got, expected)) = rest.rsplit_once(", expected ") else {
             continue;
         };
-        return format!("expected {}, got {}", expected_words(expected), got_words(got));
+        return format!(
+            "expected {}, got {}",
+            expected_words(expected),
+            got_words(got)
+        );
     }
     message
 }

@@ -10,7 +10,8 @@
 //! closed pipe after `| head`, a full disk behind a redirect) is dropped and
 //! counted in `throttle_log_write_errors_total`, never panics and never
 //! blocks. (tracing-subscriber's own error report would `eprintln!` into the
-//! same broken stderr, and `eprintln!` panics on EPIPE.)
+//! same broken stderr, and `eprintln!` panics on EPIPE.) URLs in log lines
+//! are redacted ([`crate::config::redact`]) whoever wrote the message.
 
 use std::sync::LazyLock;
 
@@ -153,8 +154,17 @@ impl std::io::Write for LineClearingStderr {
             result = err.write_all(b"\r\x1b[2K");
             self.cleared = true;
         }
+        // Never a credential in a log line, whoever wrote the message.
+        let redacted;
+        let line = match std::str::from_utf8(buf) {
+            Ok(text) if text.contains("://") && (text.contains('@') || text.contains('?')) => {
+                redacted = crate::config::redact::urls(text);
+                redacted.as_bytes()
+            }
+            _ => buf,
+        };
         // One event arrives as one buffer: write it whole or drop it whole.
-        if result.and_then(|()| err.write_all(buf)).is_err() {
+        if result.and_then(|()| err.write_all(line)).is_err() {
             write_errors().inc();
         }
         Ok(buf.len())
