@@ -79,7 +79,8 @@ fn scrape(port: u16) -> Option<String> {
         .ok()?;
     let mut text = String::new();
     sock.read_to_string(&mut text).ok()?;
-    text.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+    text.split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
 }
 
 fn scraped(port: u16, selector: &str) -> Option<f64> {
@@ -222,7 +223,11 @@ fn push_off_loopback_needs_a_token() {
     );
     for cmd in ["check", "run"] {
         let (code, err) = run_cmd(cmd, &open, &[]);
-        assert_eq!(code, Some(2), "`{cmd}` accepted an open push endpoint:\n{err}");
+        assert_eq!(
+            code,
+            Some(2),
+            "`{cmd}` accepted an open push endpoint:\n{err}"
+        );
         assert!(
             err.contains("server.push:") && err.contains("allow_unauthenticated_push"),
             "{err}"
@@ -235,7 +240,10 @@ fn push_off_loopback_needs_a_token() {
     );
     let (code, err) = run_cmd("check", &allowed, &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("warning:") && err.contains("without a token"), "{err}");
+    assert!(
+        err.contains("warning:") && err.contains("without a token"),
+        "{err}"
+    );
     // With a token, or on loopback: valid, no warning.
     let token = write_config(
         "push-token.toml",
@@ -269,13 +277,11 @@ async fn slowloris_beyond_the_cap_while_metrics_stays_responsive() {
     // Cap + 100 clients that open a request and never finish its head.
     let mut slow = Vec::new();
     for _ in 0..cap + 100 {
-        let mut s = tokio::time::timeout(
-            Duration::from_secs(2),
-            tokio::net::TcpStream::connect(ctl),
-        )
-        .await
-        .expect("connect timed out")
-        .unwrap();
+        let mut s =
+            tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(ctl))
+                .await
+                .expect("connect timed out")
+                .unwrap();
         let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").await;
         slow.push(s);
     }
@@ -297,7 +303,10 @@ async fn slowloris_beyond_the_cap_while_metrics_stays_responsive() {
     let shed = sum_in(&text, "throttle_server_connections_shed_total").unwrap_or(0.0);
     assert!(shed >= 100.0, "only {shed} connections shed past the cap");
     let open = sum_in(&text, "throttle_server_connections").unwrap_or(f64::MAX);
-    assert!(open <= cap as f64 + 1.0, "{open} connections open, cap {cap}");
+    assert!(
+        open <= cap as f64 + 1.0,
+        "{open} connections open, cap {cap}"
+    );
     // The ones still open are cut off by the header-read timeout.
     let last = slow.last_mut().unwrap();
     let mut buf = [0u8; 512];
@@ -339,7 +348,14 @@ json_pointer = "/w"
     let path = write_config("redact.toml", text);
     let (code, err) = run_cmd("check", &path, &[]);
     assert_eq!(code, Some(2), "{err}");
-    for secret in ["hunter2PW", "wr1terPW", "r3aderPW", "t0kenPW", "admin:", "writer:"] {
+    for secret in [
+        "hunter2PW",
+        "wr1terPW",
+        "r3aderPW",
+        "t0kenPW",
+        "admin:",
+        "writer:",
+    ] {
         assert!(!err.contains(secret), "`{secret}` leaked:\n{err}");
     }
     assert!(err.contains("targets[t].signal.url"), "{err}");
@@ -424,9 +440,12 @@ async fn a_redirect_to_another_port_is_not_followed() {
     )
     .await
     .unwrap_or(0.0);
-    let ups = metric(ctl, "throttle_decisions_total{target=\"away\",decision=\"up\"}")
-        .await
-        .unwrap_or(0.0);
+    let ups = metric(
+        ctl,
+        "throttle_decisions_total{target=\"away\",decision=\"up\"}",
+    )
+    .await
+    .unwrap_or(0.0);
     let up = metric(ctl, "throttle_signal_up{target=\"away\"}").await;
     assert!(refused, "{errors} http_status errors");
     assert_eq!(ups, 0.0, "moved on another tool's counters");
@@ -536,7 +555,9 @@ fn each_check_type_error_names_its_field() {
         let path = write_config(&format!("type-{i}.toml"), &VALID.replacen(line, bad, 1));
         let (code, err) = run_cmd("check", &path, &[]);
         if code != Some(2) || !err.contains(expected) {
-            failures.push(format!("{bad}: exit {code:?}, wanted `{expected}` in:\n{err}"));
+            failures.push(format!(
+                "{bad}: exit {code:?}, wanted `{expected}` in:\n{err}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
