@@ -76,28 +76,26 @@ impl Table {
 
     /// Closes the connection that has been idle longest; false if every
     /// open connection has a request in flight.
+    /// It leaves the table at once (its task closes the socket next).
     fn shed_one(&self) -> bool {
-        let conns = lock(&self.conns);
+        let mut conns = lock(&self.conns);
         let victim = conns
             .iter()
-            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0 && !c.close.is_cancelled())
+            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0)
             .min_by_key(|(_, c)| c.last_active_ms.load(Ordering::Relaxed))
-            .map(|(id, c)| (*id, c.close.clone()));
-        match victim {
-            Some((_, close)) => {
-                close.cancel();
+            .map(|(id, _)| *id);
+        match victim.and_then(|id| conns.remove(&id)) {
+            Some(conn) => {
+                conn.close.cancel();
                 true
             }
             None => false,
         }
     }
 
-    /// Open connections not already told to close.
+    /// Open connections, not counting those being closed.
     fn open(&self) -> usize {
-        lock(&self.conns)
-            .values()
-            .filter(|c| !c.close.is_cancelled())
-            .count()
+        lock(&self.conns).len()
     }
 }
 
