@@ -174,8 +174,9 @@ pub struct FaultMetrics {
     pub connections: Gauge,
 }
 
-/// The bounded `error_type` of `throttle_signal_errors_total`
-/// ([`crate::signal::SignalError::error_type`]).
+/// The bounded `error_type` of `throttle_signal_errors_total`: a read
+/// ([`crate::signal::SignalError::error_type`]) or a window
+/// ([`crate::window::WindowError::error_type`]) without a valid signal.
 pub const SIGNAL_ERROR_TYPES: &[&str] = &[
     "timeout",
     "connect",
@@ -187,6 +188,10 @@ pub const SIGNAL_ERROR_TYPES: &[&str] = &[
     "format",
     "refused",
     "stale",
+    "non_finite",
+    "negative",
+    "inconsistent",
+    "time_backwards",
 ];
 
 /// The bounded `error_type` of `throttle_control_errors_total`
