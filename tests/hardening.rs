@@ -747,3 +747,70 @@ async fn every_dashboard_query_has_data_from_the_first_scrape() {
     );
     running.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed_and_the_cap_sheds_the_longest_idle() {
+    use throttle_governor::telemetry::conn::{serve, ServerLimits};
+    use throttle_governor::telemetry::metrics::FaultMetrics;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_secs(5),
+        idle_timeout: Duration::from_secs(1),
+        max_connections: 4,
+    };
+    let faults = FaultMetrics::default();
+    let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let s = stop.clone();
+    let server = tokio::spawn(serve(
+        listener,
+        router,
+        faults.clone(),
+        limits,
+        async move { s.cancelled().await },
+    ));
+    async fn request(sock: &mut tokio::net::TcpStream) -> String {
+        sock.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(3), sock.read(&mut buf))
+            .await
+            .expect("no answer in 3 s")
+            .unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+    // A kept-alive connection, idle after one request, is closed.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(request(&mut idle).await.starts_with("HTTP/1.1 200"));
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(5), idle.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "an idle keep-alive connection stayed open: {closed:?}"
+    );
+    // Four connections fill the cap; the first one used is the longest idle.
+    let mut conns = Vec::new();
+    for _ in 0..4 {
+        let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+        assert!(request(&mut c).await.starts_with("HTTP/1.1 200"));
+        conns.push(c);
+    }
+    // A fifth gets in and sheds the oldest.
+    let mut fifth = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(request(&mut fifth).await.starts_with("HTTP/1.1 200"));
+    let first = tokio::time::timeout(Duration::from_millis(300), conns[0].read(&mut buf)).await;
+    assert!(
+        matches!(first, Ok(Ok(0)) | Ok(Err(_))),
+        "the longest-idle connection was not shed: {first:?}"
+    );
+    assert!(faults.connections_shed.get() >= 1);
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server did not stop")
+        .unwrap()
+        .unwrap();
+}
