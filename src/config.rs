@@ -36,6 +36,10 @@ pub mod push;
 use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError, Params, Profile};
 
+mod closed;
+pub mod fields;
+pub mod redact;
+
 /// The whole config file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
@@ -58,6 +62,10 @@ pub struct ServerConfig {
     /// The push endpoint's guards (`kind = "push"` signals).
     #[serde(default)]
     pub push: push::PushServerConfig,
+    /// Accept pushes without a token on a listener off loopback (refused
+    /// unless set; logged as a warning at start).
+    #[serde(default)]
+    pub allow_unauthenticated_push: bool,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +74,7 @@ impl Default for ServerConfig {
             listen: default_listen(),
             state_file: None,
             push: Default::default(),
+            allow_unauthenticated_push: false,
         }
     }
 }
@@ -648,12 +657,12 @@ impl Config {
         let mut saw_targets = false;
         for (key, value) in doc {
             match key.as_str() {
-                "server" => match ServerConfig::deserialize(value) {
+                "server" => match fields::deserialize::<ServerConfig>(value) {
                     Ok(s) => server = s,
                     Err(e) => errors.push(FieldError {
                         target: None,
-                        field: "server".into(),
-                        reason: e.message().to_string(),
+                        field: fields::join("server", &e.path),
+                        reason: e.reason,
                     }),
                 },
                 "targets" => {
@@ -672,12 +681,12 @@ impl Config {
                             .and_then(|n| n.as_str())
                             .map(str::to_string)
                             .unwrap_or_else(|| format!("#{}", i + 1));
-                        match TargetConfig::deserialize(item) {
+                        match fields::deserialize::<TargetConfig>(item) {
                             Ok(t) => targets.push(t),
                             Err(e) => errors.push(FieldError {
                                 target: Some(label),
-                                field: String::new(),
-                                reason: hint(e.message()),
+                                field: e.path,
+                                reason: hint(&e.reason),
                             }),
                         }
                     }
@@ -701,11 +710,20 @@ impl Config {
         }
         let config = Config { server, targets };
         errors.extend(config.validate());
+        errors.extend(closed::problems(&config));
+        for e in &mut errors {
+            e.reason = redact::urls(&e.reason);
+        }
         if errors.is_empty() {
             Ok(config)
         } else {
             Err(ConfigError::Invalid(errors))
         }
+    }
+
+    /// Warnings about a valid config (logged at start, printed by `check`).
+    pub fn warnings(&self) -> Vec<String> {
+        closed::warnings(self)
     }
 
     /// Semantic checks over parsed targets; returns every problem.

@@ -145,19 +145,19 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> Result<Report, D
 
     let config = Config::parse(&demo_config(&base, args.window, args.capacity, args.listen))?;
     let tty = std::io::stderr().is_terminal();
-    eprintln!(
-        "Demo: a simulated load tool authored at {} workers against a `{}` target whose true capacity is {} workers.",
+    crate::telemetry::logging::stderr_text(&format!(
+        "Demo: a simulated load tool authored at {} workers against a `{}` target whose true capacity is {} workers.\n",
         authored(args.capacity),
         args.model,
         args.capacity
-    );
+    ));
     let running = supervisor::start(&config, RunOptions::default(), None).await?;
-    eprintln!(
-        "Simulator on {base}; the controller serves http://{}/metrics. Window {}, at most {}.\n",
+    crate::telemetry::logging::stderr_text(&format!(
+        "Simulator on {base}; the controller serves http://{}/metrics. Window {}, at most {}.\n\n",
         running.addr,
         humantime::format_duration(args.window),
         humantime::format_duration(args.duration)
-    );
+    ));
 
     let rule = SteadyRule::default();
     let stop = StopWhen {
@@ -173,14 +173,14 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> Result<Report, D
     let report = running.report(&rule);
     running.shutdown(Duration::from_secs(3)).await;
     let _ = sim.shutdown().await;
-    eprintln!(
-        "\nDemo ended: {}.",
+    crate::telemetry::logging::stderr_text(&format!(
+        "\nDemo ended: {}.\n",
         match ended {
             Ended::Steady => "every target is steady",
             Ended::Deadline => "the time limit passed",
             Ended::Signal => "interrupted",
         }
-    );
+    ));
     report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     Ok(report)
 }

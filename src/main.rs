@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            logging::stderr_text(&format!("error: {err:#}\n"));
             ExitCode::from(exit_code(&err))
         }
     }
@@ -101,6 +101,9 @@ fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
 
 fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
+    for warning in config.warnings() {
+        logging::stderr_text(&format!("warning: {warning}\n"));
+    }
     let mut text = format!(
         "{}: valid, {} target{}\n",
         args.config.display(),
@@ -123,6 +126,9 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
+    for warning in config.warnings() {
+        tracing::warn!("Config: {warning}");
+    }
     let rule = SteadyRule {
         windows: args.steady_windows,
         band: args.steady_band,
@@ -165,7 +171,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let report = running.report(&rule);
     running.shutdown(Duration::from_secs(10)).await;
     if args.until_steady || args.report_json.is_some() || args.report_html.is_some() {
-        eprint!("{}", report.to_text());
+        logging::stderr_text(&report.to_text());
     }
     report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     Ok(())

@@ -8,15 +8,22 @@
 //! same directory, then a rename) at most once a second, and restored at
 //! start-up.
 //!
-//! What it may touch: that one file and its temporary sibling.
+//! What it may touch: that one file and its temporary sibling, whose name
+//! ([`temp_path`]) is always longer than the file's own, so the two can
+//! never be the same file: a failed write (a full disk) leaves the last good
+//! state in place. Failed writes are counted
+//! (`throttle_state_write_errors_total`) and logged at most once a minute.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::counter::Counter;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use tracing::warn;
 
 /// What is kept per target.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -61,6 +68,50 @@ pub struct StateStore {
     path: PathBuf,
     targets: Mutex<BTreeMap<String, Memory>>,
     dirty: AtomicBool,
+    /// `throttle_state_write_errors_total`, once attached.
+    errors: OnceLock<Counter>,
+    /// When a write failure was last logged, and how many since.
+    last_logged: Mutex<Option<Instant>>,
+    unlogged: AtomicU64,
+}
+
+/// Write failures are logged at most this often (each is counted).
+pub const ERROR_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The temporary file a write goes through: `.<name>.tmp` beside the state
+/// file. Strictly longer than the file's own name, so never the same path.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "state".into());
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+/// Why `path` cannot be a state file, before anything is written: it must
+/// name a file (not a directory) in a directory that exists.
+pub fn problem(path: &Path) -> Option<String> {
+    if path.file_name().is_none() || path.as_os_str().to_string_lossy().ends_with('/') {
+        return Some(format!("`{}` does not name a file", path.display()));
+    }
+    if path.is_dir() {
+        return Some(format!(
+            "`{}` is a directory; name a file in it, e.g. \"{}\"",
+            path.display(),
+            path.join("state.json").display()
+        ));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Some(format!(
+            "directory `{}` does not exist; create it first",
+            parent.display()
+        ));
+    }
+    None
 }
 
 impl StateStore {
@@ -87,7 +138,41 @@ impl StateStore {
             path: path.to_path_buf(),
             targets: Mutex::new(targets),
             dirty: AtomicBool::new(false),
+            errors: OnceLock::new(),
+            last_logged: Mutex::new(None),
+            unlogged: AtomicU64::new(0),
         })
+    }
+
+    /// Counts write failures in `counter` (`throttle_state_write_errors_total`).
+    pub fn count_errors_in(&self, counter: Counter) {
+        let _ = self.errors.set(counter);
+    }
+
+    /// [`Self::flush`] for the periodic writer: a failure is counted, and
+    /// logged at most once per [`ERROR_LOG_INTERVAL`] with the number of
+    /// failures since the last line. Returns whether the write succeeded.
+    pub fn flush_reporting(&self) -> bool {
+        let Err(e) = self.flush() else {
+            return true;
+        };
+        if let Some(c) = self.errors.get() {
+            c.inc();
+        }
+        let mut last = lock(&self.last_logged);
+        let now = Instant::now();
+        if last.is_none_or(|t| now.duration_since(t) >= ERROR_LOG_INTERVAL) {
+            *last = Some(now);
+            let suppressed = self.unlogged.swap(0, Ordering::Relaxed);
+            warn!(
+                error = %e,
+                suppressed,
+                "Cannot write the state file; the last good state is kept and writes are retried every second (logged at most once a minute, {suppressed} failures since the last line)"
+            );
+        } else {
+            self.unlogged.fetch_add(1, Ordering::Relaxed);
+        }
+        false
     }
 
     /// The remembered memory of a target.
@@ -114,13 +199,15 @@ impl StateStore {
             targets: lock(&self.targets).clone(),
         };
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        let tmp = self.path.with_extension("tmp");
+        let tmp = temp_path(&self.path);
         let io = |source| StateError::Io {
             path: self.path.display().to_string(),
             source,
         };
         let result = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &self.path));
         if let Err(e) = result {
+            // A partial temporary file is no use to anyone.
+            let _ = std::fs::remove_file(&tmp);
             self.dirty.store(true, Ordering::Release);
             return Err(io(e));
         }
@@ -153,7 +240,7 @@ mod tests {
         );
         s.flush().unwrap();
         assert!(
-            !dir.join("state.tmp").exists(),
+            !dir.join(".state.json.tmp").exists(),
             "temporary file left behind"
         );
         let again = StateStore::open(&path).unwrap();
@@ -164,6 +251,14 @@ mod tests {
                 clean_streak: 2
             })
         );
+        // A file named like a temporary file is still written through
+        // another path.
+        let odd = dir.join("state.tmp");
+        assert_ne!(temp_path(&odd), odd);
+        assert_ne!(temp_path(&temp_path(&odd)), temp_path(&odd));
+        assert!(problem(&dir).is_some_and(|p| p.contains("is a directory")));
+        assert!(problem(&dir.join("no/such/state.json")).is_some());
+        assert_eq!(problem(&path), None);
         std::fs::write(&path, "garbage").unwrap();
         let e = StateStore::open(&path).unwrap_err().to_string();
         assert!(e.contains("not valid JSON state"), "{e}");

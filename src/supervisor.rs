@@ -77,6 +77,9 @@ pub async fn start(
         }
     }
     let state = opts.state.clone();
+    if let Some(store) = &state {
+        store.count_errors_in(telemetry.metrics.faults.state_write_errors.clone());
+    }
     let builder = Builder::new(telemetry.clone(), opts.clone())?;
     let tasks = config
         .targets
@@ -122,9 +125,7 @@ pub async fn start(
                     _ = token.cancelled() => break,
                     _ = tick.tick() => {}
                 }
-                if let Err(e) = store.flush() {
-                    warn!(error = %e, "Cannot write the state file");
-                }
+                store.flush_reporting();
             }
         });
     }

@@ -90,12 +90,22 @@ async fn climbs_backs_off_and_settles_near_capacity() {
     // The exported metrics tell the same story.
     let m = get_text(&format!("http://{ctl}/metrics")).await;
     assert!(
-        m.contains(
-            "throttle_decisions_total{target=\"checkout\",decision=\"down\",mode=\"backing-off\""
-        ),
+        support::sum_in(
+            &m,
+            "throttle_decisions_total{target=\"checkout\",decision=\"down\",mode=\"backing-off\"}"
+        )
+        .unwrap_or(0.0)
+            >= 1.0,
         "{m}"
     );
-    assert!(m.contains("throttle_control_writes_total{target=\"checkout\",result=\"confirmed\"}"));
+    assert!(
+        support::sum_in(
+            &m,
+            "throttle_control_writes_total{target=\"checkout\",result=\"confirmed\"}"
+        )
+        .unwrap_or(0.0)
+            >= 1.0
+    );
     running.shutdown(Duration::from_secs(5)).await;
 }
 
@@ -326,15 +336,24 @@ async fn state_file_keeps_memory_across_restarts() {
         .is_some());
     assert!(
         wait_for(Duration::from_secs(5), || async {
-            get_text(&format!("http://{ctl}/metrics"))
-                .await
-                .contains("decision=\"up\",mode=\"reclimbing\"")
+            support::metric(
+                ctl,
+                "throttle_decisions_total{target=\"mem\",decision=\"up\",mode=\"reclimbing\"}",
+            )
+            .await
+            .unwrap_or(0.0)
+                >= 1.0
         })
         .await
     );
     let m = get_text(&format!("http://{ctl}/metrics")).await;
     assert!(
-        !m.contains("decision=\"up\",mode=\"climbing\""),
+        support::sum_in(
+            &m,
+            "throttle_decisions_total{target=\"mem\",decision=\"up\",mode=\"climbing\"}"
+        )
+        .unwrap_or(0.0)
+            == 0.0,
         "slow start after a restart with memory (last_bad was {last_bad}):\n{m}"
     );
     running.shutdown(Duration::from_secs(5)).await;

@@ -146,13 +146,21 @@ url = "{ws}"
         target.peak.load(std::sync::atomic::Ordering::Relaxed),
     );
     assert!(
-        metrics.contains(
-            "throttle_decisions_total{target=\"goose\",decision=\"down\",mode=\"backing-off\""
-        ),
+        support::sum_in(
+            &metrics,
+            "throttle_decisions_total{target=\"goose\",decision=\"down\",mode=\"backing-off\"}"
+        )
+        .unwrap_or(0.0)
+            >= 1.0,
         "{metrics}"
     );
     assert!(
-        metrics.contains("throttle_control_writes_total{target=\"goose\",result=\"confirmed\"}"),
+        support::sum_in(
+            &metrics,
+            "throttle_control_writes_total{target=\"goose\",result=\"confirmed\"}"
+        )
+        .unwrap_or(0.0)
+            >= 1.0,
         "{metrics}"
     );
     assert!(

@@ -62,34 +62,16 @@ pub enum BuildError {
     },
 }
 
-/// The redirect policy of every client: follow at most 5 redirects, and
-/// only to the same host (a redirect elsewhere could read another tool's
-/// counters).
-fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let same_host = attempt
-            .previous()
-            .first()
-            .map(|first| first.host_str() == attempt.url().host_str())
-            .unwrap_or(false);
-        if attempt.previous().len() > 5 || !same_host {
-            attempt.stop()
-        } else {
-            attempt.follow()
-        }
-    })
-}
-
 fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(2))
-        .redirect(redirect_policy())
+        .redirect(crate::signal::http::redirect_policy())
         .pool_idle_timeout(Duration::from_secs(30))
         .user_agent(concat!("throttle-governor/", env!("CARGO_PKG_VERSION")))
 }
 
-/// The shared HTTP client: pooled connections, a connect timeout, and no
-/// redirects to other hosts.
+/// The shared HTTP client: pooled connections, a connect timeout, and
+/// redirects only to the same scheme, host and port.
 pub fn http_client() -> Result<reqwest::Client, BuildError> {
     client_builder()
         .build()

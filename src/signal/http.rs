@@ -3,6 +3,9 @@
 //! Why it exists: every read of someone else's endpoint needs the same
 //! guards: a total timeout, a body-size limit enforced while streaming (so a
 //! huge body is refused, not buffered), and errors mapped to bounded types.
+//! And one redirect policy: a redirect is followed only to the same origin
+//! (scheme, host and port), so a tool cannot send the governor to read
+//! another tool's counters on the same machine.
 
 use std::time::Duration;
 
@@ -10,6 +13,33 @@ use super::SignalError;
 
 /// Default limit on a response body: 16 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = crate::config::limits::DEFAULT_MAX_BODY_BYTES;
+
+/// Redirects followed in a row at most.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Whether a redirect from `from` to `to` stays at the same origin: the same
+/// scheme, host and port (a missing port is the scheme's default).
+pub fn same_origin(from: &reqwest::Url, to: &reqwest::Url) -> bool {
+    from.scheme() == to.scheme()
+        && from.host_str() == to.host_str()
+        && from.port_or_known_default() == to.port_or_known_default()
+}
+
+/// The redirect policy of every client: same origin only, at most
+/// [`MAX_REDIRECTS`] in a row.
+pub fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| same_origin(first, attempt.url()));
+        if attempt.previous().len() > MAX_REDIRECTS || !same {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
 
 /// GETs `request` and returns the body as text, within `timeout` and `max_bytes`.
 pub async fn fetch_text(
@@ -62,4 +92,25 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cur = next;
     }
     cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_origin;
+
+    #[test]
+    fn origin_is_scheme_host_and_port() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert!(same_origin(
+            &u("http://127.0.0.1:9100/a"),
+            &u("http://127.0.0.1:9100/b?x")
+        ));
+        assert!(same_origin(&u("http://h/a"), &u("http://h:80/b")));
+        assert!(!same_origin(
+            &u("http://127.0.0.1:9100/a"),
+            &u("http://127.0.0.1:9101/a")
+        ));
+        assert!(!same_origin(&u("http://h/a"), &u("https://h/a")));
+        assert!(!same_origin(&u("http://h/a"), &u("http://g/a")));
+    }
 }

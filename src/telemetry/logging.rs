@@ -5,8 +5,18 @@
 //! over 2s) > high 5%; concurrency 100 -> 90, backing-off") with the same
 //! facts as structured fields (`target`, `frac`, `failures`, `attempts`,
 //! `window_secs`, `from`, `to`, `mode`) for machines.
+//!
+//! Logging never stops governing: a log line that cannot be written (a
+//! closed pipe after `| head`, a full disk behind a redirect) is dropped and
+//! counted in `throttle_log_write_errors_total`, never panics and never
+//! blocks. (tracing-subscriber's own error report would `eprintln!` into the
+//! same broken stderr, and `eprintln!` panics on EPIPE.) URLs in log lines
+//! are redacted ([`crate::config::redact`]) whoever wrote the message.
+
+use std::sync::LazyLock;
 
 use clap::ValueEnum;
+use prometheus_client::metrics::counter::Counter;
 use tracing::info;
 
 use crate::governor::{pct, Control, Outcome};
@@ -30,6 +40,9 @@ pub fn init(format: LogFormat) {
         .with_env_filter(filter)
         .with_writer(LineClearingStderr::new)
         .with_ansi(std::io::stderr().is_terminal())
+        // Its report of a failed write goes through `eprintln!`, which
+        // panics when stderr is gone; the writer counts the failure instead.
+        .log_internal_errors(false)
         .with_target(false);
     let result = match format {
         LogFormat::Text => builder.event_format(TextLine).try_init(),
@@ -84,8 +97,33 @@ where
     }
 }
 
+/// Log lines (and other diagnostics) that could not be written to stderr or
+/// stdout since the start: `throttle_log_write_errors_total`.
+pub fn write_errors() -> &'static Counter {
+    static ERRORS: LazyLock<Counter> = LazyLock::new(Counter::default);
+    &ERRORS
+}
+
+/// Writes `text` to stderr; a failure (EPIPE, a full disk) is counted, never
+/// a panic. For the few lines written outside the subscriber.
+pub fn stderr_text(text: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    if err
+        .write_all(text.as_bytes())
+        .and_then(|()| err.flush())
+        .is_err()
+    {
+        write_errors().inc();
+    }
+}
+
 /// Stderr that first clears a progress line drawn in place (on a terminal
 /// only), so that log lines and the demo's progress line do not mix.
+///
+/// A write that fails is reported as written and counted in
+/// [`write_errors`]: the caller (the subscriber, inside some target's task)
+/// must never see an error it would try to report on the same stream.
 pub struct LineClearingStderr {
     tty: bool,
     cleared: bool,
@@ -111,15 +149,32 @@ impl Default for LineClearingStderr {
 impl std::io::Write for LineClearingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut err = std::io::stderr().lock();
+        let mut result = Ok(());
         if self.tty && !self.cleared {
-            err.write_all(b"\r\x1b[2K")?;
+            result = err.write_all(b"\r\x1b[2K");
             self.cleared = true;
         }
-        err.write(buf)
+        // Never a credential in a log line, whoever wrote the message.
+        let redacted;
+        let line = match std::str::from_utf8(buf) {
+            Ok(text) if text.contains("://") && (text.contains('@') || text.contains('?')) => {
+                redacted = crate::config::redact::urls(text);
+                redacted.as_bytes()
+            }
+            _ => buf,
+        };
+        // One event arrives as one buffer: write it whole or drop it whole.
+        if result.and_then(|()| err.write_all(line)).is_err() {
+            write_errors().inc();
+        }
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+        if std::io::stderr().flush().is_err() {
+            write_errors().inc();
+        }
+        Ok(())
     }
 }
 

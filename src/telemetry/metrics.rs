@@ -176,6 +176,109 @@ pub struct Metrics {
     /// `throttle_decision_latency_seconds`: one series for all targets
     /// (the controller's own overhead, not a per-target signal).
     pub decision_latency: Histogram,
+    /// Faults of the controller's own I/O (logging, state file, server).
+    pub faults: FaultMetrics,
+}
+
+/// Counters of the controller's own I/O faults: each is present at 0 from
+/// the first scrape, so a dashboard panel or an alert reads 0, not "no data".
+#[derive(Debug, Clone, Default)]
+pub struct FaultMetrics {
+    /// `throttle_state_write_errors_total`
+    pub state_write_errors: Counter,
+    /// `throttle_server_connections_shed_total`
+    pub connections_shed: Counter,
+    /// `throttle_server_connections`
+    pub connections: Gauge,
+}
+
+/// The bounded `error_type` of `throttle_signal_errors_total`: a read
+/// ([`crate::signal::SignalError::error_type`]) or a window
+/// ([`crate::window::WindowError::error_type`]) without a valid signal.
+pub const SIGNAL_ERROR_TYPES: &[&str] = &[
+    "timeout",
+    "connect",
+    "http_status",
+    "too_large",
+    "transport",
+    "parse",
+    "missing_series",
+    "format",
+    "refused",
+    "stale",
+    "non_finite",
+    "negative",
+    "inconsistent",
+    "time_backwards",
+];
+
+/// The bounded `error_type` of `throttle_control_errors_total`
+/// ([`crate::control::ControlError::error_type`]).
+pub const CONTROL_ERROR_TYPES: &[&str] = &[
+    "timeout",
+    "connect",
+    "http_4xx",
+    "http_5xx",
+    "transport",
+    "read_back",
+    "config",
+    "refused",
+    "above_max",
+    "unsupported",
+];
+
+/// The bounded `(decision, mode, reason)` sets of `throttle_decisions_total`.
+pub const DECISIONS: &[(&str, &str, &str)] = &[
+    ("up", "climbing", "none"),
+    ("up", "reclimbing", "none"),
+    ("up", "probing", "none"),
+    ("down", "backing-off", "none"),
+    ("hold", "none", "no-traffic"),
+    ("hold", "none", "dead-band"),
+    ("hold", "none", "at-ceiling"),
+    ("hold", "none", "at-floor"),
+    ("hold", "none", "baseline"),
+    ("hold", "none", "counter-reset"),
+    ("hold", "none", "signal-error"),
+    ("hold", "none", "settling"),
+    ("hold", "none", "gathering"),
+    ("hold", "none", "dwelling"),
+];
+
+/// `{result}` of `throttle_push_requests_total`.
+pub const PUSH_RESULTS: &[&str] = &[
+    "accepted",
+    "unauthorized",
+    "too_large",
+    "unsupported",
+    "bad_request",
+    "no_target",
+    "unusable",
+];
+
+impl FaultMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "throttle_log_write_errors",
+            "Log lines dropped because stderr or stdout could not be written (closed pipe, full disk)",
+            crate::telemetry::logging::write_errors().clone(),
+        );
+        registry.register(
+            "throttle_state_write_errors",
+            "Failed writes of the state file ([server] state_file)",
+            self.state_write_errors.clone(),
+        );
+        registry.register(
+            "throttle_server_connections_shed",
+            "Idle connections to the controller's server closed to make room at the connection cap",
+            self.connections_shed.clone(),
+        );
+        registry.register(
+            "throttle_server_connections",
+            "Open connections to the controller's server",
+            self.connections.clone(),
+        );
+    }
 }
 
 impl Default for Metrics {
@@ -222,8 +325,15 @@ impl Metrics {
             config_reloads: Family::default(),
             // 1 µs .. ~1.2 s in steps of 25 %: fine enough for p50 and p99.
             decision_latency: Histogram::new(exponential_buckets(1e-6, 1.25, 64)),
+            faults: FaultMetrics::default(),
             registry: Registry::default(),
         };
+        m.faults.register(&mut registry);
+        for &result in PUSH_RESULTS {
+            m.push_requests
+                .get_or_create(&PushLabels { result })
+                .inc_by(0);
+        }
         let build: Family<BuildLabels, GaugeF> = Family::default();
         build
             .get_or_create(&BuildLabels {
@@ -412,6 +522,10 @@ impl Metrics {
         self.failure_bound.get_or_create(&l).set(high);
         self.offer.get_or_create(&l).set(start);
         self.last_bad.get_or_create(&l).set(f64::NAN);
+        // No window yet: nothing observed, and no fraction to speak of.
+        self.failure_ratio.get_or_create(&l).set(f64::NAN);
+        self.window_attempts.get_or_create(&l).set(0.0);
+        self.window_failures.get_or_create(&l).set(0.0);
         self.clean_streak.get_or_create(&l).set(0.0);
         self.signal_up.get_or_create(&l).set(0.0);
         self.signal_lost.get_or_create(&l).set(0.0);
@@ -437,6 +551,58 @@ impl Metrics {
                     result,
                 })
                 .inc_by(0);
+        }
+        self.init_bounded_series(target);
+    }
+
+    /// Every bounded label set of a target's counters and histograms at 0,
+    /// so that every dashboard query and alert has data from the first
+    /// scrape ("0 errors", not "no data").
+    fn init_bounded_series(&self, target: &str) {
+        let l = label(target);
+        let errors = |error_type| ErrorLabels {
+            target: target.to_string(),
+            error_type,
+        };
+        for &t in SIGNAL_ERROR_TYPES {
+            self.signal_errors.get_or_create(&errors(t)).inc_by(0);
+        }
+        for &t in CONTROL_ERROR_TYPES {
+            self.control_errors.get_or_create(&errors(t)).inc_by(0);
+        }
+        for &(decision, mode, reason) in DECISIONS {
+            self.decisions
+                .get_or_create(&DecisionLabels {
+                    target: target.to_string(),
+                    decision,
+                    mode,
+                    reason,
+                })
+                .inc_by(0);
+        }
+        drop(self.read_duration.get_or_create(&l));
+        drop(self.write_duration.get_or_create(&l));
+    }
+
+    /// Removes the series of [`Self::init_bounded_series`].
+    fn remove_bounded_series(&self, target: &str) {
+        let errors = |error_type| ErrorLabels {
+            target: target.to_string(),
+            error_type,
+        };
+        for &t in SIGNAL_ERROR_TYPES {
+            self.signal_errors.remove(&errors(t));
+        }
+        for &t in CONTROL_ERROR_TYPES {
+            self.control_errors.remove(&errors(t));
+        }
+        for &(decision, mode, reason) in DECISIONS {
+            self.decisions.remove(&DecisionLabels {
+                target: target.to_string(),
+                decision,
+                mode,
+                reason,
+            });
         }
     }
 
@@ -472,6 +638,7 @@ impl Metrics {
         self.tool_restarts.remove(&l);
         self.read_duration.remove(&l);
         self.write_duration.remove(&l);
+        self.remove_bounded_series(target);
     }
 
     /// Refreshes the process gauges (Linux `/proc/self`; tokio's task count).
@@ -550,5 +717,69 @@ pub fn openmetrics_to_prometheus(text: &str) -> String {
 pub fn label(target: &str) -> TargetLabel {
     TargetLabel {
         target: target.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use super::*;
+    use crate::control::ControlError;
+    use crate::governor::{HoldReason, Mode};
+    use crate::signal::SignalError;
+    use std::time::Duration;
+
+    #[test]
+    fn the_vocabularies_cover_every_variant() {
+        let d = Duration::ZERO;
+        for e in [
+            SignalError::Timeout(d),
+            SignalError::Connect(String::new()),
+            SignalError::Status(500),
+            SignalError::TooLarge(1),
+            SignalError::Transport(String::new()),
+            SignalError::MissingSeries(String::new()),
+            SignalError::Format(String::new()),
+            SignalError::Refused(String::new()),
+            SignalError::Stale(String::new()),
+        ] {
+            assert!(SIGNAL_ERROR_TYPES.contains(&e.error_type()), "{e:?}");
+        }
+        for e in [
+            ControlError::Timeout(d),
+            ControlError::Connect(String::new()),
+            ControlError::Transport(String::new()),
+            ControlError::Config(String::new()),
+            ControlError::Unsupported(String::new()),
+        ] {
+            assert!(CONTROL_ERROR_TYPES.contains(&e.error_type()), "{e:?}");
+        }
+        for m in [
+            Mode::Climbing,
+            Mode::Reclimbing,
+            Mode::Probing,
+            Mode::BackingOff,
+        ] {
+            assert!(
+                DECISIONS.iter().any(|(_, mode, _)| *mode == m.as_str()),
+                "{m:?}"
+            );
+        }
+        for r in [
+            HoldReason::NoTraffic,
+            HoldReason::DeadBand,
+            HoldReason::AtCeiling,
+            HoldReason::AtFloor,
+            HoldReason::Baseline,
+            HoldReason::CounterReset,
+            HoldReason::SignalError,
+            HoldReason::Settling,
+            HoldReason::Gathering,
+            HoldReason::Dwelling,
+        ] {
+            assert!(
+                DECISIONS.iter().any(|(_, _, reason)| *reason == r.as_str()),
+                "{r:?}"
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@
 //! What it may touch: its own listener and the log output. It never decides
 //! and never writes to a load tool.
 
+pub mod conn;
 pub mod export;
 pub mod logging;
 pub mod metrics;

@@ -9,6 +9,10 @@
 //! each target group and their shares) and the Pushgateway-compatible
 //! `PUT`/`POST`/`DELETE /metrics/job/...`, which only feeds `kind = "push"`
 //! signals (see [`crate::signal::push`]).
+//!
+//! Connections are accepted by [`super::conn`]: a header-read timeout, a
+//! connection cap and an idle timeout, so idle or slow clients cannot starve
+//! the scrapes.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -57,9 +61,15 @@ pub async fn serve(
     telemetry: Arc<Telemetry>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(telemetry))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let faults = telemetry.metrics.faults.clone();
+    super::conn::serve(
+        listener,
+        router(telemetry),
+        faults,
+        super::conn::ServerLimits::default(),
+        shutdown,
+    )
+    .await
 }
 
 /// The content type of Prometheus text 0.0.4.

@@ -399,6 +399,19 @@ pub async fn raw_server(mode: RawMode) -> SocketAddr {
     addr
 }
 
+/// Sums a selector over exposition text (None when no series matches).
+/// Every bounded label set is exported at 0 from the start, so a test asks
+/// for a value, never for a series' presence.
+pub fn sum_in(text: &str, selector: &str) -> Option<f64> {
+    let sel: throttle_governor::signal::selector::Selector = selector.parse().unwrap();
+    let limits = throttle_governor::signal::exposition::Limits::default();
+    throttle_governor::signal::selector::sum_many(text, &[&sel], &limits)
+        .unwrap()
+        .into_iter()
+        .next()
+        .flatten()
+}
+
 /// Sums a selector over the controller's /metrics (None when absent).
 pub async fn metric(controller: SocketAddr, selector: &str) -> Option<f64> {
     let text = get_text(&format!("http://{controller}/metrics")).await;
