@@ -37,6 +37,7 @@ use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError, Params, Profile};
 
 mod closed;
+pub use closed::state_file_problem;
 pub mod fields;
 pub mod redact;
 
@@ -625,6 +626,25 @@ fn list(errors: &[FieldError]) -> String {
         .map(|e| format!("  - {e}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The problem with a counter signal's `attempts` and `successes` (exactly
+/// one must be given), as (field, reason).
+pub(crate) fn attempts_xor_successes(
+    attempts: bool,
+    successes: bool,
+) -> Option<(&'static str, String)> {
+    match (attempts, successes) {
+        (false, false) => Some((
+            "attempts",
+            "give `attempts` (all resolved attempts) or `successes`".to_string(),
+        )),
+        (true, true) => Some((
+            "successes",
+            "give either `attempts` or `successes`, not both".to_string(),
+        )),
+        _ => None,
+    }
 }
 
 impl Config {

@@ -844,6 +844,26 @@ impl Report {
         out
     }
 
+    /// The capacity report of every target, from the telemetry's statuses
+    /// and histories.
+    pub fn from_telemetry(telemetry: &crate::telemetry::Telemetry, rule: &SteadyRule) -> Report {
+        let targets = telemetry
+            .statuses()
+            .into_iter()
+            .map(|s| {
+                TargetReport::new(
+                    &s.name,
+                    s.knob,
+                    s.high,
+                    s.last_bad,
+                    telemetry.history(&s.name),
+                    rule,
+                )
+            })
+            .collect();
+        Report::new(targets, rule)
+    }
+
     /// One self-contained HTML page with an inline SVG chart per target.
     pub fn to_html(&self) -> String {
         html::render(self)

@@ -88,31 +88,7 @@ pub fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp"))
 }
 
-/// Why `path` cannot be a state file, before anything is written: it must
-/// name a file (not a directory) in a directory that exists.
-pub fn problem(path: &Path) -> Option<String> {
-    if path.file_name().is_none() || path.as_os_str().to_string_lossy().ends_with('/') {
-        return Some(format!("`{}` does not name a file", path.display()));
-    }
-    if path.is_dir() {
-        return Some(format!(
-            "`{}` is a directory; name a file in it, e.g. \"{}\"",
-            path.display(),
-            path.join("state.json").display()
-        ));
-    }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !parent.is_dir() {
-        return Some(format!(
-            "directory `{}` does not exist; create it first",
-            parent.display()
-        ));
-    }
-    None
-}
+pub use crate::config::state_file_problem as problem;
 
 impl StateStore {
     /// Loads the file (a missing file is an empty state).

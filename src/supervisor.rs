@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::engine::build::Builder;
 use crate::engine::BuildError;
 use crate::reload::Roster;
-use crate::report::{self, Report, SteadyRule, TargetReport};
+use crate::report::{self, Report, SteadyRule};
 use crate::state::StateStore;
 use crate::telemetry::{server, Telemetry};
 
@@ -192,7 +192,7 @@ impl Running {
 
     /// The capacity report over every target's history so far.
     pub fn report(&self, rule: &SteadyRule) -> Report {
-        report_from(&self.telemetry, rule)
+        Report::from_telemetry(&self.telemetry, rule)
     }
 
     /// Applies a new, validated config (see [`crate::reload`]); on error
@@ -228,25 +228,6 @@ impl Running {
         self.server.abort();
         info!("Stopped");
     }
-}
-
-/// Builds the capacity report from the telemetry's statuses and histories.
-pub fn report_from(telemetry: &Telemetry, rule: &SteadyRule) -> Report {
-    let targets = telemetry
-        .statuses()
-        .into_iter()
-        .map(|s| {
-            TargetReport::new(
-                &s.name,
-                s.knob,
-                s.high,
-                s.last_bad,
-                telemetry.history(&s.name),
-                rule,
-            )
-        })
-        .collect();
-    Report::new(targets, rule)
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; a second signal exits at once.

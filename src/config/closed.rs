@@ -9,6 +9,7 @@
 //! feed the signal, which `docs/RELIABILITY.md` promises cannot happen.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use reqwest::header::{HeaderName, HeaderValue};
 
@@ -37,7 +38,7 @@ pub fn problems(config: &Config) -> Vec<FieldError> {
         ));
     }
     if let Some(path) = &config.server.state_file {
-        if let Some(reason) = crate::state::problem(path) {
+        if let Some(reason) = state_file_problem(path) {
             out.push(server("server.state_file", reason));
         }
     }
@@ -108,4 +109,30 @@ fn headers(err: &mut impl FnMut(&str, String), field: &str, headers: &BTreeMap<S
             );
         }
     }
+}
+
+/// Why `path` cannot be a state file, before anything is written: it must
+/// name a file (not a directory) in a directory that exists.
+pub fn state_file_problem(path: &Path) -> Option<String> {
+    if path.file_name().is_none() || path.as_os_str().to_string_lossy().ends_with('/') {
+        return Some(format!("`{}` does not name a file", path.display()));
+    }
+    if path.is_dir() {
+        return Some(format!(
+            "`{}` is a directory; name a file in it, e.g. \"{}\"",
+            path.display(),
+            path.join("state.json").display()
+        ));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Some(format!(
+            "directory `{}` does not exist; create it first",
+            parent.display()
+        ));
+    }
+    None
 }

@@ -15,8 +15,8 @@ use super::{
     GooseSignalConfig, HttpControlConfig, K6SignalConfig, LocustControlConfig, LocustSignalConfig,
     PrometheusSignalConfig, ToolControlConfig,
 };
-use crate::signal::promql::PromqlSignalConfig;
-use crate::signal::push::PushSignalConfig;
+use crate::config::promql::PromqlSignalConfig;
+use crate::config::push::PushSignalConfig;
 
 /// A type error at a field: its dotted path within the table (empty for
 /// the table itself) and what is wrong.

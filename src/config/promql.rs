@@ -101,17 +101,10 @@ impl PromqlSignalConfig {
     /// Every problem, as (field, reason), with fields relative to `signal`.
     pub fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
-        match (&self.attempts, &self.successes) {
-            (None, None) => out.push((
-                "attempts",
-                "give `attempts` (all resolved attempts) or `successes`".to_string(),
-            )),
-            (Some(_), Some(_)) => out.push((
-                "successes",
-                "give either `attempts` or `successes`, not both".to_string(),
-            )),
-            _ => {}
-        }
+        out.extend(super::attempts_xor_successes(
+            self.attempts.is_some(),
+            self.successes.is_some(),
+        ));
         for (field, expr) in [
             ("attempts", self.attempts.as_deref()),
             ("successes", self.successes.as_deref()),

@@ -62,17 +62,10 @@ impl PushSignalConfig {
                 ));
             }
         }
-        match (&self.attempts, &self.successes) {
-            (None, None) => out.push((
-                "attempts",
-                "give `attempts` (all resolved attempts) or `successes`".to_string(),
-            )),
-            (Some(_), Some(_)) => out.push((
-                "successes",
-                "give either `attempts` or `successes`, not both".to_string(),
-            )),
-            _ => {}
-        }
+        out.extend(super::attempts_xor_successes(
+            self.attempts.is_some(),
+            self.successes.is_some(),
+        ));
         for (field, sel) in [
             ("attempts", self.attempts.as_deref()),
             ("successes", self.successes.as_deref()),

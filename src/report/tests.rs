@@ -646,7 +646,7 @@ fn html_shows_the_evidence() {
 }
 
 #[test]
-fn the_supervisor_reports_from_the_telemetry_history() {
+fn the_report_is_built_from_the_telemetry_history() {
     use crate::telemetry::{TargetStatus, Telemetry};
     let tel = Telemetry::with_history(1000);
     let params = Params::new(Control::Concurrency, Some(40.0), 1.0, None, 0.05, None).unwrap();
@@ -662,7 +662,7 @@ fn the_supervisor_reports_from_the_telemetry_history() {
         tel.record("unconfirmed", u);
     }
     let rule = SteadyRule::default();
-    let r = crate::supervisor::report_from(&tel, &rule);
+    let r = Report::from_telemetry(&tel, &rule);
     let by = |n: &str| r.targets.iter().find(|t| t.name == n).unwrap();
     assert_eq!(by("settled").capacity, Some(10.0));
     assert_eq!(by("settled").failure_bound, 0.05);
