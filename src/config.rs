@@ -31,6 +31,8 @@ use thiserror::Error;
 use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError, Params, Profile};
 
+pub mod pull;
+
 /// The whole config file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
@@ -53,6 +55,9 @@ pub struct ServerConfig {
     /// The push endpoint's guards (`kind = "push"` signals).
     #[serde(default)]
     pub push: crate::signal::push::PushServerConfig,
+    /// The offer endpoint's guard (`kind = "pull"` controls).
+    #[serde(default)]
+    pub pull: pull::PullServerConfig,
 }
 
 impl Default for ServerConfig {
@@ -61,6 +66,7 @@ impl Default for ServerConfig {
             listen: default_listen(),
             state_file: None,
             push: Default::default(),
+            pull: Default::default(),
         }
     }
 }
@@ -256,6 +262,10 @@ pub struct LocustSignalConfig {
 pub struct K6SignalConfig {
     /// The REST API's base URL, e.g. `http://127.0.0.1:6565`.
     pub url: String,
+    /// A counter metric the script adds to on every resolved attempt.
+    /// Without it, attempts are `http_reqs` (every request the script
+    /// makes, a pulled offer included).
+    pub attempts: Option<String>,
     /// A counter metric the script adds to on every failed attempt (exact).
     /// Without it, failures are `http_req_failed` rate × `http_reqs` count
     /// (approximate).
@@ -346,6 +356,8 @@ pub enum ControlConfig {
     K6(ToolControlConfig),
     /// Goose's WebSocket controller: `users N`, read back from `config-json`.
     Goose(ToolControlConfig),
+    /// Nothing is written: the tool pulls its offer from the controller.
+    Pull(pull::PullControlConfig),
 }
 
 impl ControlConfig {
@@ -364,6 +376,7 @@ impl ControlConfig {
             ControlConfig::Locust(_) => "locust",
             ControlConfig::K6(_) => "k6",
             ControlConfig::Goose(_) => "goose",
+            ControlConfig::Pull(_) => "pull",
         }
     }
 }
@@ -679,6 +692,19 @@ impl Config {
                 reason,
             });
         }
+        let pulls = self.targets.iter().any(|t| {
+            matches!(t.control, ControlConfig::Pull(_))
+                || t.instances
+                    .iter()
+                    .any(|i| matches!(i.control, Some(ControlConfig::Pull(_))))
+        });
+        for (field, reason) in self.server.pull.problems(self.server.listen, pulls) {
+            errors.push(FieldError {
+                target: None,
+                field: format!("server.pull.{field}"),
+                reason,
+            });
+        }
         for t in &self.targets {
             let mut err = |field: &str, reason: String| {
                 errors.push(FieldError {
@@ -864,6 +890,14 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
         SignalConfig::K6(k) => {
             check_url(err, "signal.url", &k.url);
             positive(err, "signal.timeout", k.timeout);
+            if let Some(name) = &k.attempts {
+                if !crate::adapters::k6::is_metric_name(name) {
+                    err(
+                        "signal.attempts",
+                        format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
+                    );
+                }
+            }
             if let Some(name) = &k.failures {
                 if !crate::adapters::k6::is_metric_name(name) {
                     err(
@@ -911,6 +945,11 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
                     "ceiling",
                     format!("Goose accepts at most {max} users; lower the ceiling"),
                 );
+            }
+        }
+        ControlConfig::Pull(p) => {
+            for (field, reason) in p.problems() {
+                err(&format!("control.{field}"), reason);
             }
         }
     }

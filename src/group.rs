@@ -1182,9 +1182,15 @@ impl Member {
         source.attach_push(&task.telemetry.push);
         let integer = task.params.control.is_integer();
         let actuator = Actuator::new(&spec.control, integer, &source, task.client.clone())
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(|e| err(e.to_string()))?
+            .with_pull(
+                &task.telemetry.pull,
+                &task.config.name,
+                Some((&spec.name, spec.address.as_deref())),
+            );
         let separate_read_back = match &spec.control {
             ControlConfig::Http(h) => h.read_back.is_some(),
+            ControlConfig::Pull(p) => p.read_back.is_some() || !source.has_offer(),
             // The tool adapters read the committed offer back from the tool.
             _ => true,
         };

@@ -64,6 +64,9 @@ pub enum SupervisorError {
     /// The push endpoint's settings could not be applied.
     #[error("server.push: {0}")]
     Push(String),
+    /// The offer endpoint's token could not be read.
+    #[error("server.pull: {0}")]
+    Pull(String),
     /// The telemetry listener could not be bound.
     #[error(
         "cannot listen on {addr}: {source} (is another process using it? set [server] listen)"
@@ -150,7 +153,8 @@ pub fn build_tasks(
         source.attach_push(&telemetry.push);
         let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, control_client)
             .map_err(|e| err(e.to_string()))?
-            .with_window(t.window);
+            .with_window(t.window)
+            .with_pull(&telemetry.pull, &t.name, None);
         tasks.push(TargetTask {
             config: t.clone(),
             params,
@@ -201,6 +205,10 @@ pub async fn start(
         .push
         .configure(&config.server.push)
         .map_err(SupervisorError::Push)?;
+    let pull_token = config.server.pull.token().map_err(SupervisorError::Pull)?;
+    telemetry
+        .pull
+        .configure(pull_token, config.server.pull.max_clients);
     let listener = match listener {
         Some(l) => l,
         None => tokio::net::TcpListener::bind(config.server.listen)

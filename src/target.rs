@@ -197,6 +197,12 @@ impl TargetTask {
             // The committed offer: from the read-back, or the signal's gauge.
             let committed = match committed {
                 Some(Ok(v)) => Some(v),
+                Some(Err(e @ ControlError::NotPulled(_))) => {
+                    // Pulling stopped: the tool is gone or cannot reach us.
+                    self.signal_error(&gov, &e.to_string(), e.error_type(), at);
+                    self.invalid_window(&mut gov, &mut loss, &shared, &desired_tx);
+                    continue;
+                }
                 Some(Err(e)) => {
                     count_control_error(&tel, &name, &e);
                     warn!(target = %name, error = %e, "Cannot read the committed offer; stepping from the last known value");
@@ -385,6 +391,9 @@ impl TargetTask {
     fn actuator_reads_signal(&self) -> bool {
         match &self.config.control {
             crate::config::ControlConfig::Http(h) => h.read_back.is_none(),
+            crate::config::ControlConfig::Pull(p) => {
+                p.read_back.is_none() && self.source.has_offer()
+            }
             // Tool adapters read the committed offer back from the tool.
             _ => false,
         }

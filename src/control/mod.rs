@@ -11,11 +11,14 @@
 //! the target loop decides, then hands the value here on a separate task.
 //!
 //! - [`http`]: the generic templated HTTP write and JSON read-back.
+//! - [`pull`]: nothing is written; the tool pulls its offer, and pulls
+//!   confirm it.
 //! - Tool controls (Locust, k6, Goose) live in [`crate::adapters`], one
 //!   file per tool; each writes through the tool's own API and reads the
 //!   committed value back from it.
 
 pub mod http;
+pub mod pull;
 
 use std::time::Duration;
 
@@ -72,6 +75,9 @@ pub enum ControlError {
     /// The tool's version cannot change the knob live at all.
     #[error("{0}")]
     Unsupported(String),
+    /// Pull control: no client has pulled the offer (recently enough).
+    #[error("not pulled: {0}")]
+    NotPulled(String),
 }
 
 impl ControlError {
@@ -89,6 +95,7 @@ impl ControlError {
             ControlError::Refused { .. } => "refused",
             ControlError::AboveMax { .. } => "above_max",
             ControlError::Unsupported(_) => "unsupported",
+            ControlError::NotPulled(_) => "not_pulled",
         }
     }
 }
@@ -139,6 +146,7 @@ enum Writer {
     Locust(crate::adapters::locust::LocustControl),
     K6(crate::adapters::k6::K6Control),
     Goose(crate::adapters::goose::GooseControl),
+    Pull(pull::PullKnob),
 }
 
 impl Writer {
@@ -148,6 +156,7 @@ impl Writer {
             Writer::Locust(l) => l.write(value).await,
             Writer::K6(k) => k.write(value).await,
             Writer::Goose(g) => g.write(value).await,
+            Writer::Pull(p) => p.write(value).await,
         }
     }
 
@@ -159,6 +168,7 @@ impl Writer {
             Writer::Locust(l) => l.committed().await,
             Writer::K6(k) => k.committed().await,
             Writer::Goose(g) => g.committed().await,
+            Writer::Pull(p) => p.committed().await,
         }
     }
 }
@@ -184,6 +194,7 @@ impl Actuator {
     ) -> Result<Self, ControlError> {
         let h = match cfg {
             ControlConfig::Http(h) => h,
+            ControlConfig::Pull(p) => return Self::pull(p, integer, signal, client),
             tool => return Ok(Self::tool(tool, integer, client)),
         };
         let read_back = match &h.read_back {
@@ -237,7 +248,9 @@ impl Actuator {
                 g.confirm_interval,
                 g.write_attempts,
             ),
-            ControlConfig::Http(_) => unreachable!("http is built by Actuator::new"),
+            ControlConfig::Http(_) | ControlConfig::Pull(_) => {
+                unreachable!("http and pull are built by Actuator::new")
+            }
         };
         Actuator {
             writer,
@@ -247,6 +260,48 @@ impl Actuator {
             confirm_interval,
             write_attempts,
         }
+    }
+
+    /// The pull control's actuator: it publishes, and confirms by the
+    /// tool's own report when one is configured, else by pull evidence.
+    fn pull(
+        p: &crate::config::pull::PullControlConfig,
+        integer: bool,
+        signal: &Source,
+        client: reqwest::Client,
+    ) -> Result<Self, ControlError> {
+        let read_back = match &p.read_back {
+            Some(rb) => {
+                let creds = crate::auth::Credentials::resolve(&p.auth)
+                    .map_err(|e| ControlError::Config(format!("auth: {e}")))?;
+                ReadBack::Http(http::JsonReadBack::new(rb, p.timeout, creds, client))
+            }
+            None if signal.has_offer() => ReadBack::Signal(Box::new(signal.clone())),
+            None => ReadBack::Tool,
+        };
+        Ok(Actuator {
+            writer: Writer::Pull(pull::PullKnob::new(p, integer)),
+            read_back,
+            integer,
+            confirm_attempts: p.confirm_attempts,
+            confirm_interval: p.confirm_interval,
+            write_attempts: p.write_attempts,
+        })
+    }
+
+    /// Gives a pull control its identity on the controller's board (the
+    /// target, and for a group member its name and address); other
+    /// controls are unchanged.
+    pub fn with_pull(
+        mut self,
+        board: &pull::PullBoard,
+        target: &str,
+        member: Option<(&str, Option<&str>)>,
+    ) -> Self {
+        if let Writer::Pull(k) = &mut self.writer {
+            k.bind(board, target, member.map(|m| m.0), member.and_then(|m| m.1));
+        }
+        self
     }
 
     /// Tells the actuator the target's window (Locust sizes its default

@@ -34,6 +34,11 @@ pub fn router(telemetry: Arc<Telemetry>) -> Router {
         .route("/readyz", get(readyz))
         .route("/api/v1/targets", get(targets))
         .route("/api/v1/groups", get(groups))
+        .route("/api/v1/targets/{name}/offer", get(super::pull::offer))
+        .route(
+            "/api/v1/targets/{name}/members/{member}/offer",
+            get(super::pull::member_offer),
+        )
         .route(
             "/metrics/job/{*grouping}",
             axum::routing::put(push).post(push).delete(push),
