@@ -350,7 +350,7 @@ async fn a_thousand_concurrent_pollers_are_all_answered() {
                 .unwrap();
             let mut lat = Vec::new();
             let mut ok = 0;
-            for _ in 0..POLLS {
+            for n in 0..POLLS {
                 let t = Instant::now();
                 if let Ok(r) = c.get(&url).send().await {
                     if r.status() == 200
@@ -361,7 +361,7 @@ async fn a_thousand_concurrent_pollers_are_all_answered() {
                         ok += 1;
                     }
                 }
-                lat.push(t.elapsed().as_secs_f64());
+                lat.push((n == 0, t.elapsed().as_secs_f64()));
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             (ok, lat)
@@ -390,14 +390,21 @@ async fn a_thousand_concurrent_pollers_are_all_answered() {
         .unwrap();
     running.shutdown(Duration::from_secs(3)).await;
 
-    lat.sort_by(f64::total_cmp);
-    let pct = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize] * 1000.0;
+    // First polls open the connections (1,000 at once); later ones reuse them.
+    let mut first: Vec<f64> = lat.iter().filter(|l| l.0).map(|l| l.1).collect();
+    let mut rest: Vec<f64> = lat.iter().filter(|l| !l.0).map(|l| l.1).collect();
+    first.sort_by(f64::total_cmp);
+    rest.sort_by(f64::total_cmp);
+    let pct = |v: &[f64], p: f64| v[((v.len() - 1) as f64 * p) as usize] * 1000.0;
     eprintln!(
-        "pull endpoint: {POLLERS} pollers x {POLLS}: {ok} answered in {elapsed:.2}s ({:.0} pulls/s); latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "pull endpoint: {POLLERS} pollers x {POLLS}: {ok} answered in {elapsed:.2}s ({:.0} pulls/s); \
+         first poll (connect) p50 {:.1} ms p99 {:.1} ms; later polls p50 {:.1} ms p99 {:.1} ms max {:.1} ms",
         ok as f64 / elapsed,
-        pct(0.5),
-        pct(0.99),
-        pct(1.0)
+        pct(&first, 0.5),
+        pct(&first, 0.99),
+        pct(&rest, 0.5),
+        pct(&rest, 0.99),
+        pct(&rest, 1.0)
     );
     assert_eq!(ok, POLLERS * POLLS, "some polls were not answered");
     assert_eq!(after - before, (POLLERS * POLLS) as f64);

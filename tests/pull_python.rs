@@ -100,7 +100,7 @@ name = "py"
 knob = "rate"
 ceiling = 200
 floor = 1
-start = 5
+start = 3
 high = 0.05
 window = "3s"
 
