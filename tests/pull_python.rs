@@ -5,7 +5,7 @@
 //! and serves them on 127.0.0.1 for a `kind = "prometheus"` signal. The
 //! target answers 429 above a known request rate. The offer must climb,
 //! back off, and settle within ±20 % of that rate; the target's own count
-//! gives the rate it actually received. Bounded to 120 s; the harness is
+//! gives the rate it actually received, and the report its capacity figure. Bounded to 120 s; the harness is
 //! killed on every exit path (a Drop guard).
 
 mod support;
@@ -167,6 +167,14 @@ kind = "pull"
         (mean / LIMIT_RPS as f64 - 1.0) * 100.0,
         report.verdict,
         t0.elapsed().as_secs_f64(),
+    );
+    let capacity = report
+        .steady_offer
+        .filter(|_| report.within_bound)
+        .unwrap_or_else(|| panic!("the report gives no capacity: {}", report.verdict));
+    assert!(
+        (capacity - LIMIT_RPS as f64).abs() <= 0.2 * LIMIT_RPS as f64,
+        "capacity {capacity:.1}/s is not within 20% of {LIMIT_RPS}/s"
     );
     assert!(
         confirmed >= 3.0,
