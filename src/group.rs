@@ -813,6 +813,13 @@ impl GroupTask {
                 let Some((signal, committed)) = reads.remove(mname) else {
                     continue;
                 };
+                // A pulling member that stopped asking is gone (pull control).
+                let signal = match (signal, &committed) {
+                    (Ok(_), Some(Err(e @ ControlError::NotPulled(_)))) => {
+                        Err(SignalError::Stale(e.to_string()))
+                    }
+                    (s, _) => s,
+                };
                 match signal {
                     Ok(c) => {
                         m.failed_windows = 0;

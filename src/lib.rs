@@ -15,7 +15,7 @@
 //! | signal | [`signal`] | where counters come from: exposition parser, selectors, Prometheus scrape, PromQL, push |
 //! | window | [`window`] | pure counter deltas, resets, fractions |
 //! | governor | [`governor`] | pure decision rules and per-target state (`GOVERNOR.md`) |
-//! | control | [`control`] | where offers go: HTTP writes, read-back, confirmation |
+//! | control | [`control`] | where offers go: HTTP writes, read-back, confirmation; or served for the tool to pull |
 //! | signal + control | [`adapters`] | real load tools spoken natively, one file per tool: Locust, k6, Goose |
 //! | telemetry | [`telemetry`] | exported metrics, `/metrics` server, movement log |
 //!

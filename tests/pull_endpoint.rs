@@ -24,6 +24,15 @@ fn pull_target(fake: &FakeTool, name: &str, window_ms: u64, top: &str, control: 
     )
 }
 
+/// Whether a group member takes part in the split, from `/api/v1/groups`.
+async fn member_up(ctl: std::net::SocketAddr, who: &str) -> Option<bool> {
+    let v = support::get_json(&format!("http://{ctl}/api/v1/groups")).await;
+    v["groups"]["g"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["name"] == who))
+        .map(|m| m["up"] == true)
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
@@ -109,6 +118,7 @@ async fn the_endpoint_answers_text_json_404_and_304() {
         metric(ctl, "throttle_pull_clients{target=\"t\"}").await,
         Some(2.0)
     );
+    support::pull::promtool_clean(&format!("http://{ctl}/metrics")).await;
     running.shutdown(Duration::from_secs(3)).await;
 }
 
@@ -262,6 +272,10 @@ timeout = "300ms"
 
 [targets.control]
 kind = "pull"
+stale_after = "2s"
+
+[targets.group]
+down_after_windows = 2
 
 [[targets.instances]]
 address = "{}"
@@ -309,6 +323,21 @@ address = "{}"
         b.workers()
     );
     assert!(pa.pulls.load(Ordering::Relaxed) > 0 && pb.pulls.load(Ordering::Relaxed) > 0);
+
+    // b stops asking: it is down, and a takes the whole offer; then it rejoins.
+    pb.pause(true);
+    let down = wait_until(Duration::from_secs(10), || async {
+        member_up(ctl, "b").await == Some(false)
+    })
+    .await;
+    assert!(down, "a member that stopped pulling never went down");
+    assert_eq!(member_up(ctl, &a.addr.to_string()).await, Some(true));
+    pb.pause(false);
+    let back = wait_until(Duration::from_secs(10), || async {
+        member_up(ctl, "b").await == Some(true)
+    })
+    .await;
+    assert!(back, "b never rejoined after pulling again");
     running.shutdown(Duration::from_secs(3)).await;
 }
 

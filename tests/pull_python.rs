@@ -118,14 +118,11 @@ kind = "pull"
     let running = supervisor::start(&config, RunOptions::default(), Some(listener))
         .await
         .unwrap();
-    let seen = watch_governed(
-        ctl,
-        "py",
-        LIMIT_RPS as f64,
-        Duration::from_secs(40),
-        deadline,
-    )
-    .await;
+    // A rate's back-off may land a hair above the limit (48 × (1 - frac)
+    // with a measured frac): the crossing line is 5 % above it; the ±20 %
+    // verdict below is against the limit itself.
+    let line = LIMIT_RPS as f64 * 1.05;
+    let seen = watch_governed(ctl, "py", line, Duration::from_secs(40), deadline).await;
     let (s0, r0) = (
         target.served.load(Ordering::Relaxed),
         target.rejected.load(Ordering::Relaxed),
@@ -150,7 +147,7 @@ kind = "pull"
     drop(harness);
     let _ = std::fs::remove_dir_all(&dir);
 
-    let (min, max, mean) = assert_governed(&seen, LIMIT_RPS as f64, Duration::from_secs(18));
+    let (min, max, mean) = assert_governed(&seen, line, Duration::from_secs(18));
     assert_within_20(&seen, LIMIT_RPS as f64, Duration::from_secs(18));
     let report = TargetReport::new(
         "py",

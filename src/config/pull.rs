@@ -238,6 +238,14 @@ kind = "pull"
     }
 
     #[test]
+    fn the_shipped_pull_config_parses() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/k6-pull.toml");
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.targets[0].control.kind(), "pull");
+        assert_eq!(c.targets[0].signal.kind(), "k6");
+    }
+
+    #[test]
     fn off_loopback_needs_a_token() {
         let err = Config::parse(&config("0.0.0.0:9464", "", ""))
             .unwrap_err()
