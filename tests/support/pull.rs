@@ -130,15 +130,9 @@ impl Puller {
                 .unwrap();
             loop {
                 if !s.load(Ordering::Relaxed) {
-                    if let Ok(r) = c.get(&url).send().await {
-                        if r.status().is_success() {
-                            if let Ok(n) = r.text().await.map(|t| t.trim().parse::<f64>()) {
-                                if let Ok(n) = n {
-                                    fake.lock().unwrap().workers = n;
-                                    p.fetch_add(1, Ordering::Relaxed);
-                                }
-                            }
-                        }
+                    if let Some(n) = pull_once(&c, &url).await {
+                        fake.lock().unwrap().workers = n;
+                        p.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 tokio::time::sleep(every).await;
@@ -151,6 +145,15 @@ impl Puller {
     pub fn pause(&self, paused: bool) {
         self.stop.store(paused, Ordering::Relaxed);
     }
+}
+
+/// One pull: the offer, when it was served.
+async fn pull_once(c: &reqwest::Client, url: &str) -> Option<f64> {
+    let r = c.get(url).send().await.ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    r.text().await.ok()?.trim().parse().ok()
 }
 
 /// The ±20 % verdict over the trailing `tail` of a governed run: returns
