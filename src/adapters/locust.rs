@@ -32,8 +32,11 @@ use crate::control::ControlError;
 use crate::signal::http::fetch_text;
 use crate::signal::{Counters, SignalError};
 
+crate::counter_source!(LocustSource, has_offer = |_| true);
+crate::knob_api!(LocustControl);
+
 /// How long Locust caches `/stats/requests`.
-pub const STATS_CACHE: Duration = Duration::from_secs(2);
+pub const STATS_CACHE: Duration = crate::config::limits::LOCUST_STATS_CACHE;
 
 /// What one `/stats/requests` answer says.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +121,7 @@ impl LocustSource {
             failures: s.failures,
             successes_form: false,
             offer: s.user_count,
+            lag: None,
         })
     }
 }

@@ -11,14 +11,19 @@
 //! least one client has pulled ([`PullKnob::committed`]). When nobody has
 //! pulled for `stale_after`, that read fails with
 //! [`ControlError::NotPulled`]: a new offer stays unconfirmed (counted like
-//! an unconfirmed write), and the target loop treats the window as one
-//! without a valid signal, so the signal-loss policy applies. When the
+//! an unconfirmed write), and the engine's window step treats the window as
+//! one without a valid signal, so the signal-loss policy applies. When the
 //! tool's own report is configured (`read_back`, or a signal offer gauge),
 //! the [`super::Actuator`] reads that instead, as for `http`.
 //!
+//! Where the board lives: it sits here, below both of its users, so that
+//! neither imports the other. The telemetry server holds it (as
+//! `Telemetry::pull`, beside the push store) and answers pulls from it; the
+//! engine builds a [`PullKnob`] over the same board (`engine::build`).
+//!
 //! What it may touch: only the board's memory (a mutex held for a few map
 //! operations, never across an await). The HTTP side is
-//! [`crate::telemetry::pull`].
+//! `telemetry::pull`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -321,60 +326,56 @@ fn constant_time_eq(presented: &str, expected: &str) -> bool {
     diff == 0
 }
 
-/// The knob of one pulling target or group member: publishing is its write,
-/// pull evidence its read-back.
+/// The knob of one pulling target or group member: publishing on the
+/// [`PullBoard`] is its write, pull evidence its read-back.
 #[derive(Debug, Clone)]
 pub struct PullKnob {
-    board: Option<(PullBoard, PullKey)>,
+    board: PullBoard,
+    key: PullKey,
     integer: bool,
     stale_after: Duration,
 }
 
+crate::knob_api!(PullKnob);
+
 impl PullKnob {
-    /// A knob not yet bound to a board (see [`PullKnob::bind`]).
-    pub fn new(cfg: &PullControlConfig, integer: bool) -> Self {
+    /// The knob of `key` on `board` (registered now, so that a pull before
+    /// the first publication answers "no offer yet" rather than 404). A
+    /// group member gives its `address` too, for `?instance=ADDR`.
+    pub fn new(
+        cfg: &PullControlConfig,
+        integer: bool,
+        board: &PullBoard,
+        key: PullKey,
+        address: Option<&str>,
+    ) -> Self {
+        board.register(&key, integer, address);
         PullKnob {
-            board: None,
+            board: board.clone(),
+            key,
             integer,
             stale_after: cfg.stale_after,
         }
     }
 
-    /// Gives the knob its identity: the board it publishes on, the target,
-    /// and for a group member its name and address.
-    pub fn bind(
-        &mut self,
-        board: &PullBoard,
-        target: &str,
-        member: Option<&str>,
-        address: Option<&str>,
-    ) {
-        let key = PullKey {
-            target: target.to_string(),
-            member: member.map(str::to_string),
-        };
-        board.register(&key, self.integer, address);
-        self.board = Some((board.clone(), key));
+    /// What this knob serves.
+    pub fn key(&self) -> &PullKey {
+        &self.key
     }
 
-    fn bound(&self) -> Result<&(PullBoard, PullKey), ControlError> {
-        self.board.as_ref().ok_or_else(|| {
-            ControlError::Config("the pull control is not bound to the controller's server".into())
-        })
-    }
-
-    /// Publishes `value` (no confirmation: the Actuator confirms).
+    /// Publishes `value` as a new generation (no confirmation: the
+    /// Actuator confirms).
     pub async fn write(&self, value: f64) -> Result<(), ControlError> {
-        let (board, key) = self.bound()?;
-        board.publish(key, self.integer, value);
+        self.board.publish(&self.key, self.integer, value);
         Ok(())
     }
 
     /// The newest value at least one client has pulled; an error when
-    /// nobody has pulled for `stale_after` (so a new offer is unconfirmed).
+    /// nobody has pulled for `stale_after` (so a new offer is unconfirmed,
+    /// and the engine counts the window as one without a valid signal).
     pub async fn committed(&self) -> Result<f64, ControlError> {
-        let (board, key) = self.bound()?;
-        board.committed(key, self.stale_after, Instant::now())
+        self.board
+            .committed(&self.key, self.stale_after, Instant::now())
     }
 }
 
@@ -496,17 +497,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_unbound_knob_says_so() {
+    async fn the_knob_publishes_and_pulls_confirm() {
+        use crate::control::KnobApi;
         let cfg: PullControlConfig = toml::from_str("").unwrap();
-        let k = PullKnob::new(&cfg, true);
-        assert_eq!(k.write(1.0).await.unwrap_err().error_type(), "config");
-        let mut k = k;
         let board = PullBoard::default();
-        k.bind(&board, "t", None, None);
-        k.write(7.0).await.unwrap();
+        let k = PullKnob::new(&cfg, true, &board, key("t"), None);
+        // Registered before the first publication: asked, not unknown.
+        assert!(matches!(
+            board.pull("t", None, "vu-1", Instant::now()),
+            Err(PullError::NoOffer(_))
+        ));
+        let api: &dyn KnobApi = &k;
+        api.write(7.0).await.unwrap();
         assert_eq!(board.published(&key("t")), Some((7.0, 1)));
-        assert_eq!(k.committed().await.unwrap_err().error_type(), "not_pulled");
+        // The pull above was before any offer: no evidence of a value.
+        assert_eq!(
+            api.committed().await.unwrap_err().error_type(),
+            "not_pulled"
+        );
         board.pull("t", None, "vu-1", Instant::now()).unwrap();
-        assert_eq!(k.committed().await.unwrap(), 7.0);
+        assert_eq!(api.committed().await.unwrap(), 7.0);
     }
 }

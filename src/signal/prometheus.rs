@@ -109,6 +109,7 @@ impl PrometheusSource {
             } else {
                 None
             },
+            lag: None,
         })
     }
 }

@@ -20,10 +20,12 @@
 //!   `Authorization: Bearer <token>` is refused with 401.
 //!
 //! Every request is counted in `throttle_pull_requests_total{result}`;
-//! served pulls in `throttle_pulls_total{target}`.
+//! served pulls in `throttle_pulls_total{target}` (both emitted by
+//! [`super::export::emit_pull`], with the rest of the telemetry).
 //!
-//! What it may touch: the board and the metrics; it never decides and never
-//! writes to a tool.
+//! What it may touch: the board (it lives in [`crate::control::pull`], below
+//! both this server and the engine) and the exporter; it never decides and
+//! never writes to a tool.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,7 +35,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::metrics::{label, PullLabels};
+use super::export::{emit_pull, Pull};
 use super::Telemetry;
 use crate::control::pull::Served;
 
@@ -75,15 +77,8 @@ pub async fn member_offer(
     answer(&t, &name, Some(&member), &q, &headers)
 }
 
-fn count(t: &Telemetry, result: &'static str) {
-    t.metrics
-        .pull_requests
-        .get_or_create(&PullLabels { result })
-        .inc();
-}
-
 fn refuse(t: &Telemetry, status: StatusCode, result: &'static str, message: String) -> Response {
-    count(t, result);
+    emit_pull(t, Pull::Refused(result));
     let mut r = (status, format!("{message}\n")).into_response();
     if status == StatusCode::UNAUTHORIZED {
         r.headers_mut().insert(
@@ -160,22 +155,22 @@ fn answer(
             return refuse(t, status, e.result(), e.to_string());
         }
     };
-    let l = label(name);
-    t.metrics.pulls.get_or_create(&l).inc();
-    t.metrics
-        .pull_clients
-        .get_or_create(&l)
-        .set(served.clients as f64);
     let etag = format!("\"g{}\"", served.generation);
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag));
+    emit_pull(
+        t,
+        Pull::Served {
+            target: name,
+            clients: served.clients,
+            not_modified,
+        },
+    );
     let mut r = if not_modified {
-        count(t, "not_modified");
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        count(t, "served");
         body(&served, wants_json(q, headers))
     };
     let h = r.headers_mut();

@@ -50,6 +50,10 @@ pub enum Fault {
     IgnoreWrites,
     /// Delay admin writes by this long.
     SlowWrites(Duration),
+    /// Accept admin writes at once, and apply them this much later.
+    LateApply(Duration),
+    /// Report this value as the workers (the knob) on read-back.
+    ReadBack(f64),
 }
 
 /// The fake's state.
@@ -250,7 +254,11 @@ async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap)
     if !authorized(&st, &headers, true) {
         return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
     }
-    Json(serde_json::json!({ "workers": st.workers })).into_response()
+    let workers = match st.fault {
+        Fault::ReadBack(v) => v,
+        _ => st.workers,
+    };
+    Json(serde_json::json!({ "workers": workers })).into_response()
 }
 
 async fn put_workers(
@@ -280,6 +288,14 @@ async fn put_workers(
     };
     let mut st = s.lock().unwrap();
     st.writes += 1;
+    if let Fault::LateApply(d) = st.fault {
+        let s = s.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            s.lock().unwrap().workers = w;
+        });
+        return Json(serde_json::json!({ "workers": st.workers })).into_response();
+    }
     if st.fault != Fault::IgnoreWrites {
         st.workers = w;
     }
