@@ -32,7 +32,8 @@ use std::collections::BTreeMap;
 
 use super::split::split;
 use crate::control::{same_offer, ControlError};
-use crate::governor::{HoldReason, Outcome, Params, ThrottleGovernor};
+use crate::governor::advice::{AdviceWindow, Advisor};
+use crate::governor::{HoldReason, Outcome, Params, Profile, ThrottleGovernor};
 use crate::signal::{Counters, SignalError};
 use crate::telemetry::export::{Event, MemberChange};
 use crate::telemetry::MemberStatus;
@@ -198,12 +199,17 @@ pub struct Core {
     confirmed_since_outside: bool,
     /// Another writer keeps changing the knob: hold, write nothing.
     pub conflict: bool,
+    /// Watches the default profile's windows for signatures that the
+    /// robust profile handles better (None under robust).
+    advisor: Option<Advisor>,
 }
 
 impl Core {
     /// A core over `gov` with no members yet.
     pub fn new(gov: ThrottleGovernor, policy: Policy) -> Self {
+        let advisor = (gov.profile() == Profile::Default).then(|| Advisor::new(gov.params()));
         Core {
+            advisor,
             gov,
             members: BTreeMap::new(),
             policy,
@@ -631,6 +637,18 @@ impl Core {
         } else {
             self.gov.hold(HoldReason::Baseline, None, false)
         };
+        if decided {
+            if let Some(a) = self.advisor.as_mut() {
+                if let Some(advice) = a.observe(AdviceWindow {
+                    attempts: sum.0,
+                    failures: sum.1,
+                    offer: outcome.from,
+                    decision: outcome.decision,
+                }) {
+                    ev.push(Event::Advice(advice.to_string()));
+                }
+            }
+        }
         // Calm: decided windows in a row with the knob left alone. Enough of
         // them forgive earlier fights (and end a conflict).
         if decided && !outside {

@@ -395,3 +395,40 @@ fn a_member_down_drops_out_and_its_share_moves() {
     )));
     assert_eq!(c.gov.params().ceiling, 50.0, "the ceiling is a's share");
 }
+
+/// Tiny windows (10 attempts, so one failure is 10 %) that back off now
+/// and then: the default profile advises robust, once; robust never does.
+fn advice_count(profile: Profile) -> usize {
+    let mut c = core(&["t"], 0.0);
+    if profile == Profile::Robust {
+        let p = params(100.0);
+        c = Core::new(ThrottleGovernor::with_profile(p, profile), c.policy.clone());
+        c.members
+            .insert("t".into(), MemberState::new("t", None, 1.0, 0.0));
+        c.rebalance();
+    }
+    let (mut attempts, mut failures, mut advice) = (0.0, 0.0, 0);
+    for i in 0..60 {
+        let offer = c.gov.state().current;
+        let out = c.step(
+            i as f64,
+            one("t", read(attempts, failures, offer, WriterView::default())),
+        );
+        advice += out
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Advice(_)))
+            .count();
+        attempts += 10.0;
+        if i % 5 == 4 {
+            failures += 1.0;
+        }
+    }
+    advice
+}
+
+#[test]
+fn tiny_samples_bring_one_profile_advice_under_the_default_only() {
+    assert_eq!(advice_count(Profile::Default), 1);
+    assert_eq!(advice_count(Profile::Robust), 0);
+}
