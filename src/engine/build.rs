@@ -386,3 +386,69 @@ fn actuator_for(
     };
     Ok(Actuator::new(knob, read_back, integer, confirm))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::control::pull::PullError;
+    use crate::control::WriteOutcome;
+
+    const PULL: &str = r#"
+[[targets]]
+name = "k6"
+knob = "concurrency"
+ceiling = 40
+floor = 1
+high = 0.05
+
+[targets.signal]
+kind = "k6"
+url = "http://127.0.0.1:1"
+
+[targets.control]
+kind = "pull"
+confirm_attempts = 2
+confirm_interval = "10ms"
+"#;
+
+    #[tokio::test]
+    async fn a_pull_control_publishes_on_the_board_the_server_answers_from() {
+        let tel = Arc::new(Telemetry::with_history(10));
+        let builder = Builder::new(tel.clone(), RunOptions::default()).unwrap();
+        let config = Config::parse(PULL).unwrap();
+        let t = &config.targets[0];
+        let spec = MemberSpec {
+            name: t.name.clone(),
+            address: None,
+            weight: 1.0,
+            signal: t.signal.clone(),
+            control: t.control.clone(),
+        };
+        let (_, actuator, _) = builder.member(t, &spec).unwrap();
+        let now = std::time::Instant::now;
+        // Registered at build time: asked before any offer, "not yet".
+        assert!(matches!(
+            tel.pull.pull("k6", None, "vu-1", now()),
+            Err(PullError::NoOffer(_))
+        ));
+        // Published, but nobody pulls: unconfirmed, never assumed.
+        let outcome = actuator.write_confirmed(5.0).await;
+        assert!(
+            matches!(outcome, WriteOutcome::Unconfirmed { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(tel.pull.pull("k6", None, "vu-1", now()).unwrap().offer, 5.0);
+        assert_eq!(actuator.committed().await.unwrap(), 5.0);
+        let outcome = actuator.write_confirmed(5.0).await;
+        assert!(
+            matches!(outcome, WriteOutcome::Confirmed { .. }),
+            "{outcome:?}"
+        );
+
+        // Without the controller's server there is nothing to pull from.
+        let source = source(&t.signal, builder.client()).unwrap();
+        let err = super::actuator(&t.control, true, &source, builder.client()).unwrap_err();
+        assert_eq!(err.error_type(), "config");
+    }
+}
