@@ -31,6 +31,7 @@ use thiserror::Error;
 pub mod group;
 pub mod limits;
 pub mod promql;
+pub mod pull;
 pub mod push;
 
 use crate::auth::{AuthConfig, Credentials, TlsConfig};
@@ -67,6 +68,14 @@ pub struct ServerConfig {
     /// unless set; logged as a warning at start).
     #[serde(default)]
     pub allow_unauthenticated_push: bool,
+    /// Connections the controller's server keeps open at once; past it the
+    /// longest-idle one is closed. Raise it above the number of `pull`
+    /// clients that keep a connection each (k6 VUs, harness threads).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u32,
+    /// The offer endpoint's guard (`kind = "pull"` controls).
+    #[serde(default)]
+    pub pull: pull::PullServerConfig,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +85,8 @@ impl Default for ServerConfig {
             state_file: None,
             push: Default::default(),
             allow_unauthenticated_push: false,
+            max_connections: default_max_connections(),
+            pull: Default::default(),
         }
     }
 }
@@ -90,6 +101,13 @@ pub enum OnSignalLoss {
     /// Write the floor: the governor assumes the most fragile target.
     #[default]
     Floor,
+}
+
+/// The default cap on the server's open connections.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+
+fn default_max_connections() -> u32 {
+    DEFAULT_MAX_CONNECTIONS
 }
 
 fn default_listen() -> SocketAddr {
@@ -306,6 +324,10 @@ pub struct LocustSignalConfig {
 pub struct K6SignalConfig {
     /// The REST API's base URL, e.g. `http://127.0.0.1:6565`.
     pub url: String,
+    /// A counter metric the script adds to on every resolved attempt.
+    /// Without it, attempts are `http_reqs` (every request the script
+    /// makes, a pulled offer included).
+    pub attempts: Option<String>,
     /// A counter metric the script adds to on every failed attempt (exact).
     /// Without it, failures are `http_req_failed` rate × `http_reqs` count
     /// (approximate).
@@ -396,6 +418,8 @@ pub enum ControlConfig {
     K6(ToolControlConfig),
     /// Goose's WebSocket controller: `users N`, read back from `config-json`.
     Goose(ToolControlConfig),
+    /// Nothing is written: the tool pulls its offer from the controller.
+    Pull(pull::PullControlConfig),
 }
 
 impl ControlConfig {
@@ -414,6 +438,7 @@ impl ControlConfig {
             ControlConfig::Locust(_) => "locust",
             ControlConfig::K6(_) => "k6",
             ControlConfig::Goose(_) => "goose",
+            ControlConfig::Pull(_) => "pull",
         }
     }
 }
@@ -750,10 +775,33 @@ impl Config {
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
         let mut names = HashSet::new();
+        if !(16..=65_536).contains(&self.server.max_connections) {
+            errors.push(FieldError {
+                target: None,
+                field: "server.max_connections".into(),
+                reason: format!(
+                    "must be between 16 and 65536 (got {}); each open connection holds a file descriptor",
+                    self.server.max_connections
+                ),
+            });
+        }
         for (field, reason) in self.server.push.problems() {
             errors.push(FieldError {
                 target: None,
                 field: format!("server.push.{field}"),
+                reason,
+            });
+        }
+        let pulls = self.targets.iter().any(|t| {
+            matches!(t.control, ControlConfig::Pull(_))
+                || t.instances
+                    .iter()
+                    .any(|i| matches!(i.control, Some(ControlConfig::Pull(_))))
+        });
+        for (field, reason) in self.server.pull.problems(self.server.listen, pulls) {
+            errors.push(FieldError {
+                target: None,
+                field: format!("server.pull.{field}"),
                 reason,
             });
         }
@@ -949,6 +997,14 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
         SignalConfig::K6(k) => {
             check_url(err, "signal.url", &k.url);
             positive(err, "signal.timeout", k.timeout);
+            if let Some(name) = &k.attempts {
+                if !limits::is_k6_metric_name(name) {
+                    err(
+                        "signal.attempts",
+                        format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
+                    );
+                }
+            }
             if let Some(name) = &k.failures {
                 if !limits::is_k6_metric_name(name) {
                     err(
@@ -996,6 +1052,11 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
                     "ceiling",
                     format!("Goose accepts at most {max} users; lower the ceiling"),
                 );
+            }
+        }
+        ControlConfig::Pull(p) => {
+            for (field, reason) in p.problems() {
+                err(&format!("control.{field}"), reason);
             }
         }
     }
@@ -1185,6 +1246,24 @@ body = '{"workers": {{value}}}'
 url = "http://127.0.0.1:9100/admin/workers"
 json_pointer = "/workers"
 "#;
+
+    #[test]
+    fn max_connections_defaults_to_256_and_is_bounded() {
+        assert_eq!(Config::parse(GOOD).unwrap().server.max_connections, 256);
+        let with =
+            |n: &str| GOOD.replace("[server]\n", &format!("[server]\nmax_connections = {n}\n"));
+        assert_eq!(
+            Config::parse(&with("2048")).unwrap().server.max_connections,
+            2048
+        );
+        for bad in ["8", "100000"] {
+            let err = Config::parse(&with(bad)).unwrap_err().to_string();
+            assert!(
+                err.contains("server.max_connections") && err.contains(bad),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn good_config_parses_with_defaults() {

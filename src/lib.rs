@@ -19,7 +19,7 @@
 //! | signal | [`signal`] | `Counters`, `SignalError`, the `CounterSource` trait; scrape, PromQL, push receive |
 //! | window | [`window`] | pure counter deltas, resets, fractions |
 //! | governor | [`governor`] | pure decision rules and per-target state (`GOVERNOR.md`) |
-//! | control | [`control`] | `ControlError`, the `KnobApi` trait, the `Actuator` (the read-back rule), the templated HTTP knob |
+//! | control | [`control`] | `ControlError`, the `KnobApi` trait, the `Actuator` (the read-back rule), the templated HTTP knob, the pull knob and its `PullBoard` (offers served for the tool to pull) |
 //! | signal + control | [`adapters`] | real load tools spoken natively, one file per tool: Locust, k6, Goose |
 //! | telemetry | [`telemetry`] | metrics, the `/metrics` server, logging, status and history, and the one exporter |
 //! | engine | [`engine`] | one loop for every target: build (the only match over kinds), the pure window step, members and the one writer, split, discovery |

@@ -70,6 +70,9 @@ pub enum ReloadError {
     /// The push endpoint's settings could not be applied.
     #[error("server.push: {0}")]
     Push(String),
+    /// The offer endpoint's token could not be read.
+    #[error("server.pull: {0}")]
+    Pull(String),
 }
 
 /// The running targets, by name: owns their tasks and applies reloads.
@@ -236,6 +239,11 @@ impl Roster {
             .push
             .configure(&new.server.push)
             .map_err(ReloadError::Push)?;
+        let pull_token = new.server.pull.token().map_err(ReloadError::Pull)?;
+        inner
+            .telemetry
+            .pull
+            .configure(pull_token, new.server.pull.max_clients);
         if new.server.listen != inner.config.server.listen {
             warn!(
                 "server.listen changed to {}; restart the controller to apply it",

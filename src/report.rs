@@ -778,6 +778,26 @@ impl Report {
         }
     }
 
+    /// The report of every target the telemetry knows, from its statuses
+    /// and window histories (what `run --report-json` writes on exit).
+    pub fn from_telemetry(telemetry: &crate::telemetry::Telemetry, rule: &SteadyRule) -> Self {
+        let targets = telemetry
+            .statuses()
+            .into_iter()
+            .map(|s| {
+                TargetReport::new(
+                    &s.name,
+                    s.knob,
+                    s.high,
+                    s.last_bad,
+                    telemetry.history(&s.name),
+                    rule,
+                )
+            })
+            .collect();
+        Report::new(targets, rule)
+    }
+
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
@@ -842,26 +862,6 @@ impl Report {
         }
         let _ = writeln!(out, "  (steady: {})", self.steady_rule);
         out
-    }
-
-    /// The capacity report of every target, from the telemetry's statuses
-    /// and histories.
-    pub fn from_telemetry(telemetry: &crate::telemetry::Telemetry, rule: &SteadyRule) -> Report {
-        let targets = telemetry
-            .statuses()
-            .into_iter()
-            .map(|s| {
-                TargetReport::new(
-                    &s.name,
-                    s.knob,
-                    s.high,
-                    s.last_bad,
-                    telemetry.history(&s.name),
-                    rule,
-                )
-            })
-            .collect();
-        Report::new(targets, rule)
     }
 
     /// One self-contained HTML page with an inline SVG chart per target.

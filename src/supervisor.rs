@@ -35,6 +35,9 @@ pub enum SupervisorError {
     /// The push endpoint's settings could not be applied.
     #[error("server.push: {0}")]
     Push(String),
+    /// The offer endpoint's token could not be read.
+    #[error("server.pull: {0}")]
+    Pull(String),
     /// The telemetry listener could not be bound.
     #[error(
         "cannot listen on {addr}: {source} (is another process using it? set [server] listen)"
@@ -90,14 +93,18 @@ pub async fn start(
         .push
         .configure(&config.server.push)
         .map_err(SupervisorError::Push)?;
+    let pull_token = config.server.pull.token().map_err(SupervisorError::Pull)?;
+    telemetry
+        .pull
+        .configure(pull_token, config.server.pull.max_clients);
     let listener = match listener {
         Some(l) => l,
-        None => tokio::net::TcpListener::bind(config.server.listen)
-            .await
-            .map_err(|source| SupervisorError::Listen {
+        None => bind(config.server.listen, config.server.max_connections).map_err(|source| {
+            SupervisorError::Listen {
                 addr: config.server.listen,
                 source,
-            })?,
+            }
+        })?,
     };
     let addr = listener
         .local_addr()
@@ -108,8 +115,14 @@ pub async fn start(
     let server_cancel = CancellationToken::new();
     let sc = server_cancel.clone();
     let tel = telemetry.clone();
+    let limits = crate::telemetry::conn::ServerLimits {
+        max_connections: config.server.max_connections as usize,
+        ..Default::default()
+    };
     let server = tokio::spawn(async move {
-        if let Err(e) = server::serve(listener, tel, async move { sc.cancelled().await }).await {
+        if let Err(e) =
+            server::serve(listener, tel, limits, async move { sc.cancelled().await }).await
+        {
             warn!(error = %e, "Telemetry server stopped");
         }
     });
@@ -228,6 +241,24 @@ impl Running {
         self.server.abort();
         info!("Stopped");
     }
+}
+
+/// Binds the controller's listener with an accept backlog of at least the
+/// connection cap, so a burst of new clients (pollers of a `pull` offer
+/// starting together) waits in the queue instead of overflowing it (tokio's
+/// `bind` uses 1,024).
+fn bind(
+    addr: std::net::SocketAddr,
+    max_connections: u32,
+) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(max_connections.max(1024))
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; a second signal exits at once.

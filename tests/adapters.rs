@@ -132,6 +132,7 @@ async fn k6_failures_exact_from_a_counter_or_approximate_from_the_rate() {
         K6Source::new(
             &K6SignalConfig {
                 url: k6.http(),
+                attempts: None,
                 failures: failures.map(str::to_string),
                 timeout: Duration::from_secs(1),
             },

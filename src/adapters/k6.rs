@@ -130,6 +130,7 @@ pub fn counters(
 pub struct K6Source {
     client: reqwest::Client,
     base: String,
+    attempts: Option<String>,
     failures: Option<String>,
     timeout: Duration,
 }
@@ -140,6 +141,7 @@ impl K6Source {
         K6Source {
             client,
             base: cfg.url.clone(),
+            attempts: cfg.attempts.clone(),
             failures: cfg.failures.clone(),
             timeout: cfg.timeout,
         }
@@ -154,7 +156,8 @@ impl K6Source {
     /// Reads attempts and failures (concurrently).
     pub async fn read(&self) -> Result<Counters, SignalError> {
         let failures_id = self.failures.as_deref().unwrap_or("http_req_failed");
-        let (reqs, fails) = tokio::join!(self.metric("http_reqs"), self.metric(failures_id));
+        let attempts_id = self.attempts.as_deref().unwrap_or("http_reqs");
+        let (reqs, fails) = tokio::join!(self.metric(attempts_id), self.metric(failures_id));
         let (reqs, fails) = (reqs?, fails?);
         counters(reqs.as_ref(), self.failures.as_deref(), fails.as_ref())
     }

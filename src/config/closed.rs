@@ -26,6 +26,7 @@ pub fn problems(config: &Config) -> Vec<FieldError> {
     let push = &config.server.push;
     let has_token = push.bearer_token_file.is_some() || push.bearer_token_env.is_some();
     if !config.server.listen.ip().is_loopback()
+        && uses_push(config)
         && !has_token
         && !config.server.allow_unauthenticated_push
     {
@@ -79,6 +80,7 @@ pub fn warnings(config: &Config) -> Vec<String> {
     let push = &config.server.push;
     let has_token = push.bearer_token_file.is_some() || push.bearer_token_env.is_some();
     if config.server.allow_unauthenticated_push
+        && uses_push(config)
         && !has_token
         && !config.server.listen.ip().is_loopback()
     {
@@ -89,6 +91,15 @@ pub fn warnings(config: &Config) -> Vec<String> {
     } else {
         Vec::new()
     }
+}
+
+/// Whether a target reads pushes: only then can an unauthenticated push
+/// move a signal (a push for no target is refused as `no_target`).
+fn uses_push(config: &Config) -> bool {
+    config
+        .targets
+        .iter()
+        .any(|t| matches!(t.signal, SignalConfig::Push(_)))
 }
 
 /// Header names and values that `run` could not send. Values are never

@@ -14,11 +14,14 @@
 //! - [`KnobApi`]: what every control kind implements (send a write, read
 //!   the committed value); [`Actuator`] confirms over any of them.
 //! - [`http`]: the generic templated HTTP write and JSON read-back.
+//! - [`pull`]: nothing is written; the tool pulls its offer from the
+//!   [`pull::PullBoard`] (served by the telemetry server), and pulls confirm it.
 //! - Tool controls (Locust, k6, Goose) live in [`crate::adapters`], one
 //!   file per tool; each writes through the tool's own API and reads the
 //!   committed value back from it.
 
 pub mod http;
+pub mod pull;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +78,9 @@ pub enum ControlError {
     /// The tool's version cannot change the knob live at all.
     #[error("{0}")]
     Unsupported(String),
+    /// Pull control: no client has pulled the offer (recently enough).
+    #[error("not pulled: {0}")]
+    NotPulled(String),
 }
 
 impl ControlError {
@@ -92,7 +98,15 @@ impl ControlError {
             ControlError::Refused { .. } => "refused",
             ControlError::AboveMax { .. } => "above_max",
             ControlError::Unsupported(_) => "unsupported",
+            ControlError::NotPulled(_) => "not_pulled",
         }
+    }
+
+    /// Whether this read-back error means the tool is gone: a pulling tool
+    /// that stopped asking (the window then has no valid signal, and the
+    /// signal-loss policy applies).
+    pub fn tool_gone(&self) -> bool {
+        matches!(self, ControlError::NotPulled(_))
     }
 }
 

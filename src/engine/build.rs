@@ -18,6 +18,7 @@ use crate::adapters::{goose, k6, locust};
 use crate::auth::TlsConfig;
 use crate::config::group::{static_members, MemberSpec};
 use crate::config::{ControlConfig, SignalConfig, TargetConfig};
+use crate::control::pull::{PullBoard, PullKey, PullKnob};
 use crate::control::{http, Actuator, Confirm, ControlError, KnobApi, ReadBack};
 use crate::signal::{prometheus, promql, push, CounterSource};
 use crate::state::StateStore;
@@ -137,12 +138,21 @@ impl Builder {
         let signal_client = self.client_for(spec.signal.tls())?;
         let control_client = self.client_for(spec.control.tls())?;
         let source = source_with(&spec.signal, signal_client, Some(&self.telemetry))?;
+        let seat = PullSeat {
+            board: &self.telemetry.pull,
+            key: PullKey {
+                target: t.name.clone(),
+                member: t.is_group().then(|| spec.name.clone()),
+            },
+            address: spec.address.as_deref(),
+        };
         let actuator = actuator_for(
             &spec.control,
             t.knob.is_integer(),
             &source,
             control_client,
             t.window,
+            Some(seat),
         )
         .map_err(|e| e.to_string())?;
         Ok((source, actuator, default_lag(&spec.signal, t.window)))
@@ -230,14 +240,31 @@ fn source_with(
 }
 
 /// Builds the actuator of a control config; `signal` serves as read-back
-/// when an `http` control has none.
+/// when an `http` control has none. A `pull` control needs the
+/// controller's server to be pulled from: build it with a [`Builder`].
 pub fn actuator(
     cfg: &ControlConfig,
     integer: bool,
     signal: &Arc<dyn CounterSource>,
     client: reqwest::Client,
 ) -> Result<Actuator, ControlError> {
-    actuator_for(cfg, integer, signal, client, TargetConfig::default_window())
+    actuator_for(
+        cfg,
+        integer,
+        signal,
+        client,
+        TargetConfig::default_window(),
+        None,
+    )
+}
+
+/// Where a `pull` knob publishes: the board the telemetry server answers
+/// pulls from, what it serves there, and a group member's address (for
+/// `?instance=ADDR`).
+struct PullSeat<'a> {
+    board: &'a PullBoard,
+    key: PullKey,
+    address: Option<&'a str>,
 }
 
 fn actuator_for(
@@ -246,6 +273,7 @@ fn actuator_for(
     signal: &Arc<dyn CounterSource>,
     client: reqwest::Client,
     window: Duration,
+    seat: Option<PullSeat<'_>>,
 ) -> Result<Actuator, ControlError> {
     let (knob, read_back, confirm): (Arc<dyn KnobApi>, ReadBack, Confirm) = match cfg {
         ControlConfig::Http(h) => {
@@ -304,6 +332,105 @@ fn actuator_for(
                 write_attempts: g.write_attempts,
             },
         ),
+        ControlConfig::Pull(p) => {
+            let seat = seat.ok_or_else(|| {
+                ControlError::Config(
+                    "a pull control is served by the controller's own server; build it with the engine's Builder".into(),
+                )
+            })?;
+            // The tool's own report is the stronger evidence; without one,
+            // the pulls themselves confirm (the knob reads back).
+            let read_back = match &p.read_back {
+                Some(rb) => {
+                    let creds = crate::auth::Credentials::resolve(&p.auth)
+                        .map_err(|e| ControlError::Config(format!("auth: {e}")))?;
+                    ReadBack::Http(http::JsonReadBack::new(rb, p.timeout, creds, client))
+                }
+                None if signal.has_offer() => ReadBack::Signal(signal.clone()),
+                None => ReadBack::Knob,
+            };
+            (
+                Arc::new(PullKnob::new(
+                    p,
+                    integer,
+                    seat.board,
+                    seat.key,
+                    seat.address,
+                )),
+                read_back,
+                Confirm {
+                    confirm_attempts: p.confirm_attempts,
+                    confirm_interval: p.confirm_interval,
+                    write_attempts: p.write_attempts,
+                },
+            )
+        }
     };
     Ok(Actuator::new(knob, read_back, integer, confirm))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::control::pull::PullError;
+    use crate::control::WriteOutcome;
+
+    const PULL: &str = r#"
+[[targets]]
+name = "k6"
+knob = "concurrency"
+ceiling = 40
+floor = 1
+high = 0.05
+
+[targets.signal]
+kind = "k6"
+url = "http://127.0.0.1:1"
+
+[targets.control]
+kind = "pull"
+confirm_attempts = 2
+confirm_interval = "10ms"
+"#;
+
+    #[tokio::test]
+    async fn a_pull_control_publishes_on_the_board_the_server_answers_from() {
+        let tel = Arc::new(Telemetry::with_history(10));
+        let builder = Builder::new(tel.clone(), RunOptions::default()).unwrap();
+        let config = Config::parse(PULL).unwrap();
+        let t = &config.targets[0];
+        let spec = MemberSpec {
+            name: t.name.clone(),
+            address: None,
+            weight: 1.0,
+            signal: t.signal.clone(),
+            control: t.control.clone(),
+        };
+        let (_, actuator, _) = builder.member(t, &spec).unwrap();
+        let now = std::time::Instant::now;
+        // Registered at build time: asked before any offer, "not yet".
+        assert!(matches!(
+            tel.pull.pull("k6", None, "vu-1", now()),
+            Err(PullError::NoOffer(_))
+        ));
+        // Published, but nobody pulls: unconfirmed, never assumed.
+        let outcome = actuator.write_confirmed(5.0).await;
+        assert!(
+            matches!(outcome, WriteOutcome::Unconfirmed { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(tel.pull.pull("k6", None, "vu-1", now()).unwrap().offer, 5.0);
+        assert_eq!(actuator.committed().await.unwrap(), 5.0);
+        let outcome = actuator.write_confirmed(5.0).await;
+        assert!(
+            matches!(outcome, WriteOutcome::Confirmed { .. }),
+            "{outcome:?}"
+        );
+
+        // Without the controller's server there is nothing to pull from.
+        let source = source(&t.signal, builder.client()).unwrap();
+        let err = super::actuator(&t.control, true, &source, builder.client()).unwrap_err();
+        assert_eq!(err.error_type(), "config");
+    }
 }

@@ -395,7 +395,15 @@ impl Core {
                     changed = true;
                 }
             }
-            let counters = match r.signal {
+            // A pulling tool that stopped asking is gone (pull control):
+            // its window has no valid signal, whatever its counters say.
+            let signal = match (r.signal, &r.committed) {
+                (Ok(_), Some(Err(e))) if e.tool_gone() => {
+                    Err(SignalError::NotPulled(e.to_string()))
+                }
+                (s, _) => s,
+            };
+            let counters = match signal {
                 Ok(c) => c,
                 Err(e) => {
                     ev.push(Event::SignalError {

@@ -101,6 +101,11 @@ pub enum SignalError {
     /// The newest data is older than the target allows: no signal.
     #[error("stale signal: {0}")]
     Stale(String),
+    /// A tool that pulls its offer (`kind = "pull"` control) stopped
+    /// asking: it is gone or cannot reach the controller, so its counters
+    /// say nothing about the offer.
+    #[error("{0}")]
+    NotPulled(String),
 }
 
 impl SignalError {
@@ -117,6 +122,7 @@ impl SignalError {
             SignalError::Format(_) => "format",
             SignalError::Refused(_) => "refused",
             SignalError::Stale(_) => "stale",
+            SignalError::NotPulled(_) => "not_pulled",
         }
     }
 }

@@ -7,6 +7,11 @@
 //! reported the same way for both, and a newcomer can find every metric a
 //! target emits in one `match`.
 //!
+//! The offer endpoint's requests (`kind = "pull"`) are not a target task's
+//! events (a pull may name no known target at all), so they have their own
+//! small [`Pull`] value, emitted here too by [`emit_pull`]: every metric of
+//! the pull control is found in this file.
+//!
 //! What it may touch: the shared [`Telemetry`] and the log. It never decides
 //! and never talks to a tool.
 
@@ -15,7 +20,7 @@ use std::sync::Arc;
 use tracing::{debug, error, info, warn};
 
 use super::logging::{log_memory_clear, log_movement, offer};
-use super::metrics::{label, ErrorLabels, MemberLabels, WriteLabels};
+use super::metrics::{label, ErrorLabels, MemberLabels, PullLabels, WriteLabels};
 use super::{MemberStatus, TargetStatus, Telemetry};
 use crate::control::{ControlError, WriteOutcome};
 use crate::governor::{Control, HoldReason, Outcome, Params, Profile};
@@ -600,6 +605,48 @@ impl Exporter {
             Event::Advice(text) => info!(target = %name, "{name}: {text}"),
         }
     }
+}
+
+/// What the offer endpoint did with one request (`kind = "pull"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pull<'a> {
+    /// Refused, with a bounded result label (`unauthorized`,
+    /// `bad_request`, `unknown_target`, `need_member`, `no_offer`).
+    Refused(&'static str),
+    /// An offer was served to a puller (a `304` is still a pull).
+    Served {
+        /// The target pulled from.
+        target: &'a str,
+        /// Distinct pullers now remembered for it.
+        clients: usize,
+        /// Answered `304 Not Modified` (the puller has this generation).
+        not_modified: bool,
+    },
+}
+
+/// Emits one request of the offer endpoint: `throttle_pull_requests_total
+/// {result}`, and for a served pull `throttle_pulls_total{target}` and
+/// `throttle_pull_clients{target}`.
+pub fn emit_pull(tel: &Telemetry, pull: Pull<'_>) {
+    let m = &tel.metrics;
+    let result = match pull {
+        Pull::Refused(result) => result,
+        Pull::Served {
+            target,
+            clients,
+            not_modified,
+        } => {
+            let l = label(target);
+            m.pulls.get_or_create(&l).inc();
+            m.pull_clients.get_or_create(&l).set(clients as f64);
+            if not_modified {
+                "not_modified"
+            } else {
+                "served"
+            }
+        }
+    };
+    m.pull_requests.get_or_create(&PullLabels { result }).inc();
 }
 
 /// A write outcome in words, for the log.

@@ -65,6 +65,14 @@ pub struct PushLabels {
     pub result: &'static str,
 }
 
+/// `{result}` of a pull of the offer endpoint.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PullLabels {
+    /// `served`, `not_modified`, `unauthorized`, `bad_request`,
+    /// `unknown_target`, `need_member` or `no_offer`.
+    pub result: &'static str,
+}
+
 /// `{target, member}`: one instance of a target group. (Not `instance`,
 /// which Prometheus owns.)
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -167,6 +175,12 @@ pub struct Metrics {
     pub write_duration: Family<TargetLabel, Histogram>,
     /// `throttle_push_requests_total`
     pub push_requests: Family<PushLabels, Counter>,
+    /// `throttle_pull_requests_total`
+    pub pull_requests: Family<PullLabels, Counter>,
+    /// `throttle_pulls_total`: offers served, by target
+    pub pulls: Family<TargetLabel, Counter>,
+    /// `throttle_pull_clients`: distinct pullers remembered, by target
+    pub pull_clients: Family<TargetLabel, GaugeF>,
     /// `throttle_member_offer`: each group member's share of the offer
     pub member_offer: Family<MemberLabels, GaugeF>,
     /// `throttle_member_up`: 1 while a group member takes part in the split
@@ -320,6 +334,9 @@ impl Metrics {
             read_duration: Family::new_with_constructor(duration_histogram),
             write_duration: Family::new_with_constructor(duration_histogram),
             push_requests: Family::default(),
+            pull_requests: Family::default(),
+            pulls: Family::default(),
+            pull_clients: Family::default(),
             member_offer: Family::default(),
             member_up: Family::default(),
             config_reloads: Family::default(),
@@ -492,6 +509,21 @@ impl Metrics {
             m.push_requests.clone(),
         );
         registry.register(
+            "throttle_pull_requests",
+            "Requests to /api/v1/targets/{name}/offer, by result",
+            m.pull_requests.clone(),
+        );
+        registry.register(
+            "throttle_pulls",
+            "Offers served to pulling tools (kind = \"pull\"), by target",
+            m.pulls.clone(),
+        );
+        registry.register(
+            "throttle_pull_clients",
+            "Distinct pullers remembered for a target (bounded by server.pull.max_clients)",
+            m.pull_clients.clone(),
+        );
+        registry.register(
             "throttle_member_offer",
             "Each target-group member's share of the group's offer",
             m.member_offer.clone(),
@@ -639,6 +671,8 @@ impl Metrics {
         self.read_duration.remove(&l);
         self.write_duration.remove(&l);
         self.remove_bounded_series(target);
+        self.pulls.remove(&l);
+        self.pull_clients.remove(&l);
     }
 
     /// Refreshes the process gauges (Linux `/proc/self`; tokio's task count).

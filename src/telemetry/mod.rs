@@ -14,6 +14,7 @@ pub mod conn;
 pub mod export;
 pub mod logging;
 pub mod metrics;
+pub mod pull;
 pub mod server;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -147,6 +148,8 @@ pub struct Telemetry {
     history_limit: usize,
     /// The push endpoint's state (`kind = "push"` signals).
     pub push: crate::signal::push::PushStore,
+    /// What the offer endpoint serves (`kind = "pull"` controls).
+    pub pull: crate::control::pull::PullBoard,
     groups: Mutex<BTreeMap<String, Vec<MemberStatus>>>,
 }
 
@@ -165,6 +168,7 @@ impl Telemetry {
             history: Mutex::default(),
             history_limit: limit.max(1),
             push: Default::default(),
+            pull: Default::default(),
             groups: Mutex::default(),
         }
     }
@@ -180,6 +184,7 @@ impl Telemetry {
         lock(&self.status).remove(name);
         lock(&self.history).remove(name);
         self.metrics.remove_target(name);
+        self.pull.remove_target(name);
         self.set_members(name, None);
     }
 

@@ -38,6 +38,11 @@ pub fn router(telemetry: Arc<Telemetry>) -> Router {
         .route("/readyz", get(readyz))
         .route("/api/v1/targets", get(targets))
         .route("/api/v1/groups", get(groups))
+        .route("/api/v1/targets/{name}/offer", get(super::pull::offer))
+        .route(
+            "/api/v1/targets/{name}/members/{member}/offer",
+            get(super::pull::member_offer),
+        )
         .route(
             "/metrics/job/{*grouping}",
             axum::routing::put(push).post(push).delete(push),
@@ -59,17 +64,11 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub async fn serve(
     listener: tokio::net::TcpListener,
     telemetry: Arc<Telemetry>,
+    limits: super::conn::ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let faults = telemetry.metrics.faults.clone();
-    super::conn::serve(
-        listener,
-        router(telemetry),
-        faults,
-        super::conn::ServerLimits::default(),
-        shutdown,
-    )
-    .await
+    super::conn::serve(listener, router(telemetry), faults, limits, shutdown).await
 }
 
 /// The content type of Prometheus text 0.0.4.

@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+pub mod pull;
 pub mod tools;
 
 use std::net::SocketAddr;

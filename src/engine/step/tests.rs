@@ -312,6 +312,77 @@ fn signal_loss_applies_to_a_group_of_one_and_to_groups() {
 }
 
 #[test]
+fn a_tool_that_stops_pulling_is_signal_loss_and_a_member_down() {
+    // Good counters, but nobody pulls the offer any more (pull control):
+    // the window has no valid signal, whatever the counters say.
+    let gone = |attempts: f64, w: WriterView| MemberRead {
+        committed: Some(Err(ControlError::NotPulled(
+            "no client has pulled the offer for 6.0s".into(),
+        ))),
+        ..read(attempts, 0.0, 0.0, w)
+    };
+    let mut c = core(&["t"], 0.0);
+    c.gov.set_current(40.0);
+    let w = wrote(1, 40.0, 0.0, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 40.0, w)));
+    let mut lost = false;
+    for i in 1..=3 {
+        let out = c.step(
+            1.0 + 2.0 * f64::from(i),
+            one("t", gone(100.0 * f64::from(i), w)),
+        );
+        assert_eq!(reason(&out.outcome), Some(HoldReason::SignalError));
+        assert!(has(&out, |e| matches!(
+            e,
+            Event::SignalError {
+                error_type: "not_pulled",
+                ..
+            }
+        )));
+        assert!(!has(&out, |e| matches!(e, Event::ControlReadError { .. })));
+        lost |= has(&out, |e| {
+            matches!(e, Event::SignalLost { to_floor: true, .. })
+        });
+    }
+    assert!(lost, "signal loss policy not applied");
+    assert_eq!(c.gov.state().current, 1.0, "dropped to the floor");
+    // Pulling resumes: the signal is back.
+    let out = c.step(9.0, one("t", read(400.0, 0.0, 1.0, w)));
+    assert!(has(&out, |e| matches!(e, Event::SignalBack { .. })));
+
+    // In a group, the member that stopped pulling goes down, then rejoins.
+    let mut g = core(&["a", "b"], 0.0);
+    g.gov.set_current(40.0);
+    g.need_split = true;
+    let w = wrote(1, 20.0, 0.0, true);
+    let ok = |n: f64| read(n, 0.0, 20.0, w);
+    g.step(
+        1.0,
+        BTreeMap::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]),
+    );
+    for (i, t) in [3.0, 5.0].into_iter().enumerate() {
+        let n = 100.0 * (i as f64 + 1.0);
+        g.step(
+            t,
+            BTreeMap::from([("a".into(), ok(n)), ("b".into(), gone(n, w))]),
+        );
+    }
+    assert!(!g.members["b"].up, "a member that stopped pulling is down");
+    let out = g.step(
+        7.0,
+        BTreeMap::from([("a".into(), ok(300.0)), ("b".into(), ok(300.0))]),
+    );
+    assert!(g.members["b"].up);
+    assert!(has(&out, |e| matches!(
+        e,
+        Event::Member {
+            change: MemberChange::Back,
+            ..
+        }
+    )));
+}
+
+#[test]
 fn a_second_writer_that_keeps_fighting_is_detected_and_not_raced() {
     let mut c = core(&["t"], 0.0);
     let mut gen = 1;

@@ -1,0 +1,258 @@
+//! The offer endpoint: `GET /api/v1/targets/{name}/offer`.
+//!
+//! Why it exists: a tool with no live-control API (k6 v2, Artillery,
+//! Gatling, a home-grown script) asks the controller for its offer and
+//! gates itself by it. This module turns an HTTP request into a pull of the
+//! [`PullBoard`](crate::control::pull::PullBoard) and the answer into
+//! `text/plain` (the number) or JSON (`{"offer", "knob", "generation",
+//! "updated_at"}`) when JSON is asked for (`Accept: application/json` or
+//! `?format=json`).
+//!
+//! - The puller's identity comes from `?client=ID` or the `X-Throttle-Client`
+//!   header (letters, digits, `.`, `_`, `-`, `:`; at most 64), and every pull
+//!   that serves a new generation is evidence that the tool has seen it.
+//! - A group member pulls its own share at `?instance=ADDR` (its address or
+//!   name) or at `/api/v1/targets/{name}/members/{member}/offer`.
+//! - Caching suits a poll every second: `Cache-Control: private, max-age=1`
+//!   and an `ETag` of the generation (`If-None-Match` answers 304 and still
+//!   counts as a pull).
+//! - When `[server.pull]` sets a token, a request without
+//!   `Authorization: Bearer <token>` is refused with 401.
+//!
+//! Every request is counted in `throttle_pull_requests_total{result}`;
+//! served pulls in `throttle_pulls_total{target}` (both emitted by
+//! [`super::export::emit_pull`], with the rest of the telemetry).
+//!
+//! What it may touch: the board (it lives in [`crate::control::pull`], below
+//! both this server and the engine) and the exporter; it never decides and
+//! never writes to a tool.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::export::{emit_pull, Pull};
+use super::Telemetry;
+use crate::control::pull::Served;
+
+/// The header a puller may name itself with (instead of `?client=`).
+pub const CLIENT_HEADER: &str = "x-throttle-client";
+
+/// The longest puller identity accepted.
+pub const MAX_CLIENT_LEN: usize = 64;
+
+/// The query string of a pull.
+#[derive(Debug, Default, Deserialize)]
+pub struct OfferQuery {
+    /// The puller's identity.
+    client: Option<String>,
+    /// A group member's address or name.
+    instance: Option<String>,
+    /// `json` for a JSON answer.
+    format: Option<String>,
+}
+
+/// `GET /api/v1/targets/{name}/offer`
+pub async fn offer(
+    State(t): State<Arc<Telemetry>>,
+    Path(name): Path<String>,
+    Query(q): Query<OfferQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let member = q.instance.clone();
+    answer(&t, &name, member.as_deref(), &q, &headers)
+}
+
+/// `GET /api/v1/targets/{name}/members/{member}/offer`
+pub async fn member_offer(
+    State(t): State<Arc<Telemetry>>,
+    Path((name, member)): Path<(String, String)>,
+    Query(q): Query<OfferQuery>,
+    headers: HeaderMap,
+) -> Response {
+    answer(&t, &name, Some(&member), &q, &headers)
+}
+
+fn refuse(t: &Telemetry, status: StatusCode, result: &'static str, message: String) -> Response {
+    emit_pull(t, Pull::Refused(result));
+    let mut r = (status, format!("{message}\n")).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"throttle-governor\""),
+        );
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}
+
+fn is_client_id(s: &str) -> bool {
+    s.len() <= MAX_CLIENT_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':'))
+}
+
+fn answer(
+    t: &Telemetry,
+    name: &str,
+    member: Option<&str>,
+    q: &OfferQuery,
+    headers: &HeaderMap,
+) -> Response {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if !t.pull.authorized(presented) {
+        return refuse(
+            t,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid bearer token is required: send `Authorization: Bearer <token>` (server.pull)"
+                .into(),
+        );
+    }
+    let client = q
+        .client
+        .clone()
+        .or_else(|| {
+            headers
+                .get(CLIENT_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    if !is_client_id(&client) {
+        return refuse(
+            t,
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!(
+                "`client` must be at most {MAX_CLIENT_LEN} letters, digits, `.`, `_`, `-` or `:`"
+            ),
+        );
+    }
+    let client = if client.is_empty() {
+        "anonymous"
+    } else {
+        &client
+    };
+    let served = match t.pull.pull(name, member, client, Instant::now()) {
+        Ok(s) => s,
+        Err(e) => {
+            let status = match e {
+                crate::control::pull::PullError::NoOffer(_) => StatusCode::SERVICE_UNAVAILABLE,
+                _ => StatusCode::NOT_FOUND,
+            };
+            return refuse(t, status, e.result(), e.to_string());
+        }
+    };
+    let etag = format!("\"g{}\"", served.generation);
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag));
+    emit_pull(
+        t,
+        Pull::Served {
+            target: name,
+            clients: served.clients,
+            not_modified,
+        },
+    );
+    let mut r = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        body(&served, wants_json(q, headers))
+    };
+    let h = r.headers_mut();
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=1"),
+    );
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    r
+}
+
+fn wants_json(q: &OfferQuery, headers: &HeaderMap) -> bool {
+    q.format.as_deref() == Some("json")
+        || headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("application/json"))
+}
+
+/// The number as text, or the JSON document.
+fn body(s: &Served, json: bool) -> Response {
+    let number = crate::control::format_offer(s.integer, s.offer);
+    if json {
+        let doc = format!(
+            "{{\"offer\":{number},\"knob\":\"{}\",\"generation\":{},\"updated_at\":\"{}\"}}\n",
+            s.knob,
+            s.generation,
+            humantime::format_rfc3339_millis(s.updated_at)
+        );
+        ([(header::CONTENT_TYPE, "application/json")], doc).into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("{number}\n"),
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_ids_are_bounded() {
+        assert!(is_client_id("vu-shard-1"));
+        assert!(is_client_id("k6:12"));
+        assert!(is_client_id(""));
+        assert!(!is_client_id("a b"));
+        assert!(!is_client_id(&"x".repeat(65)));
+    }
+
+    #[tokio::test]
+    async fn json_and_text_follow_the_knob() {
+        let s = Served {
+            offer: 2.5,
+            knob: "rate",
+            integer: false,
+            generation: 3,
+            updated_at: std::time::SystemTime::UNIX_EPOCH,
+            clients: 1,
+        };
+        let text = |r: Response| async move {
+            let b = axum::body::to_bytes(r.into_body(), 1024).await.unwrap();
+            String::from_utf8(b.to_vec()).unwrap()
+        };
+        let json = text(body(&s, true)).await;
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["offer"], 2.5);
+        assert_eq!(v["knob"], "rate");
+        assert_eq!(v["generation"], 3);
+        assert_eq!(v["updated_at"], "1970-01-01T00:00:00.000Z");
+        assert_eq!(text(body(&s, false)).await, "2.5\n");
+        let whole = Served {
+            offer: 12.0,
+            knob: "concurrency",
+            integer: true,
+            ..s
+        };
+        assert_eq!(text(body(&whole, false)).await, "12\n");
+    }
+}
