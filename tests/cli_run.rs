@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_throttle-governor");
+use support::{free_port, ChildGuard, BIN};
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tg-test-{}", std::process::id()));
@@ -203,7 +203,7 @@ fn check_names_every_bad_field_and_exits_2() {
 #[test]
 fn run_until_steady_against_a_standalone_sim_process() {
     let port = free_port();
-    let mut sim = Command::new(BIN)
+    let sim = Command::new(BIN)
         .args([
             "sim",
             "--model",
@@ -219,14 +219,7 @@ fn run_until_steady_against_a_standalone_sim_process() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _guard = Kill(sim_take(&mut sim));
+    let _guard = ChildGuard::new(sim, "sim");
     let cfg = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"))
         .unwrap()
         .replace("127.0.0.1:9100", &format!("127.0.0.1:{port}"))
@@ -264,18 +257,6 @@ fn run_until_steady_against_a_standalone_sim_process() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg"));
     render_in_chromium(&html);
-}
-
-fn sim_take(c: &mut std::process::Child) -> std::process::Child {
-    std::mem::replace(c, Command::new("true").spawn().unwrap())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Renders the report in headless Chromium and checks the SVG chart is in

@@ -11,8 +11,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{
-    assert_governed, free_port, get_text, offers, require_installed, scratch_dir, wait_until,
-    watch_governed, ChildGuard, LimitedTarget,
+    assert_governed, free_port, get_text, offers, require_installed, wait_until, watch_governed,
+    ChildGuard, LimitedTarget, TempDir,
 };
 use throttle_governor::config::Config;
 use throttle_governor::supervisor::{self, RunOptions};
@@ -47,7 +47,8 @@ async fn locust_is_governed_to_the_target_limit() {
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(85);
     let target = LimitedTarget::start(LIMIT, Duration::from_millis(100)).await;
-    let dir = scratch_dir("locust");
+    let tmp = TempDir::new("locust");
+    let dir = tmp.0.clone();
     let file = dir.join("locustfile.py");
     std::fs::write(&file, LOCUSTFILE).unwrap();
     let port = free_port();
@@ -125,7 +126,6 @@ url = "{web}"
     let metrics = get_text(&format!("http://{ctl}/metrics")).await;
     running.shutdown(Duration::from_secs(5)).await;
     drop(locust);
-    let _ = std::fs::remove_dir_all(&dir);
 
     let (min, max, mean) = assert_governed(&seen, LIMIT as f64, Duration::from_secs(12));
     eprintln!(

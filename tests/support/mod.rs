@@ -10,7 +10,13 @@
 
 #![allow(dead_code)]
 
+pub mod procs;
 pub mod tools;
+
+#[allow(unused_imports)]
+pub use procs::{
+    free_port, wait_until_blocking, write_atomic, ChildGuard, Prometheus, Sim, TempDir, BIN,
+};
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -472,68 +478,6 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
-}
-
-/// A child process that is killed (and reaped) when dropped, so a failing
-/// test never leaves a load tool running.
-pub struct ChildGuard {
-    pub child: std::process::Child,
-    pub name: &'static str,
-    pub log: std::path::PathBuf,
-}
-
-impl ChildGuard {
-    /// Spawns `cmd` with stdout and stderr going to `log`.
-    pub fn spawn(
-        name: &'static str,
-        mut cmd: std::process::Command,
-        log: std::path::PathBuf,
-    ) -> ChildGuard {
-        let out = std::fs::File::create(&log).unwrap();
-        let err = out.try_clone().unwrap();
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(out)
-            .stderr(err);
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        ChildGuard { child, name, log }
-    }
-
-    /// The last lines the process printed, for a failure message.
-    pub fn tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    /// Whether the process is still running.
-    pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A free TCP port on 127.0.0.1 (bound, then released for the child).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A fresh scratch directory for one test's files.
-pub fn scratch_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("throttle-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// A tool installed at a fixed path (by scripts/setup): `Some(path)` when
