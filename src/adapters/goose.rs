@@ -177,6 +177,7 @@ impl GooseSource {
             failures: failed,
             successes_form: true,
             offer: None,
+            lag: None,
         })
     }
 }

@@ -123,6 +123,7 @@ pub fn counters(
         failures,
         successes_form: false,
         offer: None,
+        lag: None,
     })
 }
 

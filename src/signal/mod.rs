@@ -44,6 +44,8 @@ pub struct Counters {
     pub successes_form: bool,
     /// The committed offer, when the source exposes it.
     pub offer: Option<f64>,
+    /// How far the counters may trail the load (the source's own estimate); None when the source cannot tell.
+    pub lag: Option<std::time::Duration>,
 }
 
 impl Counters {

@@ -109,6 +109,8 @@ impl PrometheusSource {
             } else {
                 None
             },
+            // A scrape reads the tool's own counters: no lag to speak of.
+            lag: None,
         })
     }
 }

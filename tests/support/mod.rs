@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod procs;
+pub mod real;
 pub mod tools;
 
 #[allow(unused_imports)]
@@ -402,8 +403,12 @@ pub async fn metric(controller: SocketAddr, selector: &str) -> Option<f64> {
 }
 
 /// A loopback HTTP target with a known concurrency limit: it admits at most
-/// `limit` requests at once, holds each for `service`, and answers 503
-/// (after the same hold, so a rejected client does not spin) above that.
+/// `limit` requests at once, holds each for `service`, and answers 503 above
+/// that: after the same hold ([`LimitedTarget::start`], so a rejected client
+/// does not spin), or fast ([`LimitedTarget::fast_fail`], as real services
+/// shed load: a rejected client comes straight back, and failures pile up
+/// far faster than successes). It counts what it served and rejected, so a
+/// test can judge a run by the target's own numbers.
 pub struct LimitedTarget {
     pub addr: SocketAddr,
     pub limit: usize,
@@ -421,6 +426,22 @@ impl Drop for LimitedTarget {
 
 impl LimitedTarget {
     pub async fn start(limit: usize, service: Duration) -> LimitedTarget {
+        LimitedTarget::start_with(limit, service, service).await
+    }
+
+    /// The fast-failing target of the real-tool tests: a good request takes
+    /// 200 ms, and above `limit` in flight the answer is a 503 in 10 ms.
+    pub async fn fast_fail(limit: usize) -> LimitedTarget {
+        LimitedTarget::start_with(limit, Duration::from_millis(200), Duration::from_millis(10))
+            .await
+    }
+
+    /// Holds good requests for `service` and rejected ones for `reject_after`.
+    pub async fn start_with(
+        limit: usize,
+        service: Duration,
+        reject_after: Duration,
+    ) -> LimitedTarget {
         use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
         let in_flight = Arc::new(AtomicUsize::new(0));
         let served = Arc::new(AtomicU64::new(0));
@@ -441,7 +462,7 @@ impl LimitedTarget {
                 let slot = InFlight(f);
                 if now > limit {
                     drop(slot);
-                    tokio::time::sleep(service).await;
+                    tokio::time::sleep(reject_after).await;
                     r.fetch_add(1, Ordering::Relaxed);
                     return (StatusCode::SERVICE_UNAVAILABLE, "over capacity").into_response();
                 }

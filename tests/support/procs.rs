@@ -249,6 +249,58 @@ impl Prometheus {
         p
     }
 
+    /// Starts Prometheus with no scrape targets and the remote-write
+    /// receiver on (`--web.enable-remote-write-receiver`: tools write to
+    /// `/api/v1/write`); waits until it is ready.
+    pub fn start_receiver() -> Prometheus {
+        let dir = TempDir::new("prometheus-rw");
+        let config = dir.path("prometheus.yml");
+        std::fs::write(
+            &config,
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n",
+        )
+        .unwrap();
+        let port = free_port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let log = std::fs::File::create(dir.path("prometheus.log")).unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path("data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--web.enable-remote-write-receiver")
+            .arg("--storage.tsdb.retention.time=1h")
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("cannot start prometheus");
+        let guard = ChildGuard::new(child, "prometheus");
+        let p = Prometheus {
+            guard,
+            addr,
+            _dir: dir,
+        };
+        let ready = wait_until_blocking(Duration::from_secs(30), || {
+            Command::new("curl")
+                .args(["-sf", "-m", "2", &format!("{}/-/ready", p.url())])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        if !ready {
+            let log = std::fs::read_to_string(p._dir.path("prometheus.log")).unwrap_or_default();
+            panic!("prometheus never became ready; its log:\n{log}");
+        }
+        p
+    }
+
+    /// The URL remote writes go to.
+    pub fn write_url(&self) -> String {
+        format!("{}/api/v1/write", self.url())
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
