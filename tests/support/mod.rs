@@ -56,6 +56,11 @@ pub enum Fault {
     IgnoreWrites,
     /// Delay admin writes by this long.
     SlowWrites(Duration),
+    /// Answer admin writes at once, but apply them this much later (the
+    /// read-back shows the old value until then).
+    LateWrites(Duration),
+    /// The whole admin API (writes and read-backs) hangs this long.
+    HangAdmin(Duration),
 }
 
 /// The fake's state.
@@ -71,6 +76,36 @@ pub struct FakeState {
     pub per_worker: f64,
     /// Required `Authorization` header on /metrics and on the admin API.
     pub require: Option<(String, String)>,
+    /// Every value the workers took, with when (the first is the start).
+    pub changes: Vec<(std::time::Instant, f64)>,
+}
+
+impl FakeState {
+    /// Sets the workers the fake runs, and logs the change.
+    pub fn set_workers(&mut self, w: f64) {
+        if w != self.workers {
+            self.changes.push((std::time::Instant::now(), w));
+        }
+        self.workers = w;
+    }
+
+    /// The distinct worker counts the fake ran between `from` and `to`.
+    pub fn workers_between(&self, from: std::time::Instant, to: std::time::Instant) -> Vec<f64> {
+        let mut out: Vec<f64> = Vec::new();
+        let mut current = self.changes.first().map_or(self.workers, |c| c.1);
+        for &(at, w) in &self.changes {
+            if at <= from {
+                current = w;
+            }
+        }
+        out.push(current);
+        for &(at, w) in &self.changes {
+            if at > from && at < to && !out.contains(&w) {
+                out.push(w);
+            }
+        }
+        out
+    }
 }
 
 /// A running fake tool.
@@ -100,6 +135,7 @@ impl FakeTool {
             fault: Fault::None,
             per_worker: 1.0,
             require: None,
+            changes: vec![(std::time::Instant::now(), workers)],
         }));
         let app = Router::new()
             .route("/metrics", get(metrics))
@@ -151,7 +187,7 @@ impl FakeTool {
         let mut st = self.state.lock().unwrap();
         st.attempts = 0.0;
         st.failures = 0.0;
-        st.workers = default_workers;
+        st.set_workers(default_workers);
     }
 
     /// A target config for this fake (TOML), window in ms.
@@ -252,6 +288,13 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> 
 }
 
 async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> Response {
+    let hang = match s.lock().unwrap().fault {
+        Fault::HangAdmin(d) => Some(d),
+        _ => None,
+    };
+    if let Some(d) = hang {
+        tokio::time::sleep(d).await;
+    }
     let st = s.lock().unwrap();
     if !authorized(&st, &headers, true) {
         return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
@@ -275,7 +318,7 @@ async fn put_workers(
         Fault::AdminStatus(code) => {
             return (StatusCode::from_u16(code).unwrap(), "refused").into_response()
         }
-        Fault::SlowWrites(d) => tokio::time::sleep(d).await,
+        Fault::SlowWrites(d) | Fault::HangAdmin(d) => tokio::time::sleep(d).await,
         _ => {}
     }
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) else {
@@ -286,8 +329,16 @@ async fn put_workers(
     };
     let mut st = s.lock().unwrap();
     st.writes += 1;
-    if st.fault != Fault::IgnoreWrites {
-        st.workers = w;
+    match st.fault {
+        Fault::IgnoreWrites => {}
+        Fault::LateWrites(d) => {
+            let later = s.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(d).await;
+                later.lock().unwrap().set_workers(w);
+            });
+        }
+        _ => st.set_workers(w),
     }
     Json(serde_json::json!({ "workers": st.workers })).into_response()
 }
