@@ -18,7 +18,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, target_head, Locust, Watch};
+use support::real::{govern, serial, settle_for, target_head, Locust, Watch};
 use support::LimitedTarget;
 
 /// Concurrent requests the target admits.
@@ -68,7 +68,7 @@ url = "{web}"
         format!("locust master + {workers} workers, profile {profile}")
     };
     let watch = Watch {
-        settle: Duration::from_secs(settle),
+        settle: settle_for(profile, settle),
         tail: Duration::from_secs(tail),
         deadline: t0 + Duration::from_secs(140),
     };

@@ -17,7 +17,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, target_head, Watch, K6};
+use support::real::{govern, serial, settle_for, target_head, Watch, K6};
 use support::{require_tool, LimitedTarget, Prometheus};
 
 /// Concurrent requests the target admits.
@@ -55,7 +55,7 @@ url = "{api}"
         head = target_head("k6-rw", 40, "2s", profile)
     );
     let watch = Watch {
-        settle: Duration::from_secs(50),
+        settle: settle_for(profile, 50),
         tail: Duration::from_secs(25),
         deadline: t0 + Duration::from_secs(140),
     };

@@ -18,7 +18,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, target_head, wait_http_ok, Locust, Watch};
+use support::real::{govern, serial, settle_for, target_head, wait_http_ok, Locust, Watch};
 use support::{free_port, require_installed, ChildGuard, LimitedTarget, TempDir};
 
 /// Concurrent requests the target admits.
@@ -152,7 +152,7 @@ url = "{web}"
         Path::Controller => format!("Locust -> push signal, profile {profile}"),
     };
     let watch = Watch {
-        settle: Duration::from_secs(50),
+        settle: settle_for(profile, 50),
         tail: Duration::from_secs(25),
         deadline: t0 + Duration::from_secs(140),
     };

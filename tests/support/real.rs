@@ -551,3 +551,14 @@ impl K6 {
         Some(s)
     }
 }
+
+/// How long to govern after the first back-off: `secs` with the default
+/// profile; with the robust one, which reclimbs more carefully, as long as
+/// the run's deadline allows (it stops the run first).
+pub fn settle_for(profile: &str, secs: u64) -> Duration {
+    if profile == "robust" {
+        Duration::from_secs(secs.max(110))
+    } else {
+        Duration::from_secs(secs)
+    }
+}
