@@ -20,7 +20,7 @@ use support::LimitedTarget;
 const LIMIT: usize = 10;
 
 async fn k6_run(profile: &str) {
-    let _serial = serial();
+    let _serial = serial().await;
     let t0 = Instant::now();
     let target = LimitedTarget::fast_fail(LIMIT).await;
     let Some(mut k6) = K6::start(&target.url(), &[], &[]).await else {

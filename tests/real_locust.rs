@@ -38,7 +38,7 @@ class Hit(FastHttpUser):
 "#;
 
 async fn locust_run(workers: usize, profile: &str) {
-    let _serial = serial();
+    let _serial = serial().await;
     let t0 = Instant::now();
     let target = LimitedTarget::fast_fail(LIMIT).await;
     let Some(mut locust) = Locust::start(LOCUSTFILE, &target.url(), workers, &[]).await else {

@@ -24,7 +24,7 @@ use support::{require_tool, LimitedTarget, Prometheus};
 const LIMIT: usize = 10;
 
 async fn promql_run(profile: &str) {
-    let _serial = serial();
+    let _serial = serial().await;
     if !require_tool("prometheus") {
         return;
     }

@@ -75,7 +75,7 @@ enum Path {
 }
 
 async fn push_run(path: Path, profile: &str) {
-    let _serial = serial();
+    let _serial = serial().await;
     let t0 = Instant::now();
     let mut gateway = None;
     let _gateway_dir;

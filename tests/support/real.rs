@@ -34,11 +34,13 @@ pub const PROFILES: [&str; 2] = ["default", "robust"];
 
 /// Serializes the real-tool tests of one test binary: two real tools on a
 /// two-core machine at once would measure each other.
-pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// (An async mutex: each test has its own runtime, and the guard is held
+/// across the whole run; a panicked test releases it as it unwinds.)
+pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Takes [`SERIAL`] (a panicked test does not poison the others).
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// Takes [`SERIAL`].
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().await
 }
 
 /// One observation of the governed offer.
