@@ -76,6 +76,9 @@ pub struct Measured {
     pub summary: serde_json::Value,
     /// The settled tail: (min, max) of the offer over its last `tail` seconds.
     pub tail: (f64, f64),
+    /// `throttle_windows_discarded_total` for the target at the end (None
+    /// when the controller does not export it).
+    pub discarded: Option<f64>,
 }
 
 impl Measured {
@@ -111,7 +114,7 @@ impl Measured {
         format!(
             "{}: limit {}; trajectory {:?}; first back-off at {}; settled tail {}..{}; \
              failed attempts after the first back-off {} (overall {}; target served {} rejected {}); \
-             capacity {} (verdict: {}); {:.0}s",
+             capacity {} (verdict: {}); windows discarded {}; {:.0}s",
             self.label,
             self.limit,
             self.trajectory(),
@@ -126,6 +129,8 @@ impl Measured {
             self.capacity
                 .map_or("none".to_string(), |c| format!("{c:.1}")),
             self.verdict,
+            self.discarded
+                .map_or("n/a".to_string(), |d| format!("{d}")),
             self.secs,
         )
     }
@@ -259,6 +264,16 @@ pub async fn govern(
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let at_end = counts();
+    let discarded = tokio::time::timeout(
+        Duration::from_secs(3),
+        super::metric(
+            ctl,
+            &format!("throttle_windows_discarded_total{{target=\"{name}\"}}"),
+        ),
+    )
+    .await
+    .ok()
+    .flatten();
     let report = running.report(&SteadyRule::default());
     running.shutdown(Duration::from_secs(5)).await;
     let secs = t0.elapsed().as_secs_f64();
@@ -293,6 +308,7 @@ pub async fn govern(
         verdict,
         summary: entry,
         tail,
+        discarded,
     }
 }
 
