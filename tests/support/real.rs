@@ -79,6 +79,8 @@ pub struct Measured {
     /// `throttle_windows_discarded_total` for the target at the end (None
     /// when the controller does not export it).
     pub discarded: Option<f64>,
+    /// `throttle_signal_errors_total` for the target at the end.
+    pub signal_errors: Option<f64>,
 }
 
 impl Measured {
@@ -114,7 +116,7 @@ impl Measured {
         format!(
             "{}: limit {}; trajectory {:?}; first back-off at {}; settled tail {}..{}; \
              failed attempts after the first back-off {} (overall {}; target served {} rejected {}); \
-             capacity {} (verdict: {}); windows discarded {}; {:.0}s",
+             capacity {} (verdict: {}); windows discarded {}; signal errors {}; {:.0}s",
             self.label,
             self.limit,
             self.trajectory(),
@@ -131,6 +133,7 @@ impl Measured {
             self.verdict,
             self.discarded
                 .map_or("n/a".to_string(), |d| format!("{d}")),
+            self.signal_errors.unwrap_or(0.0),
             self.secs,
         )
     }
@@ -264,16 +267,17 @@ pub async fn govern(
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let at_end = counts();
-    let discarded = tokio::time::timeout(
-        Duration::from_secs(3),
-        super::metric(
-            ctl,
-            &format!("throttle_windows_discarded_total{{target=\"{name}\"}}"),
-        ),
-    )
-    .await
-    .ok()
-    .flatten();
+    let total = |family: &str| {
+        let selector = format!("{family}{{target=\"{name}\"}}");
+        async move {
+            tokio::time::timeout(Duration::from_secs(3), super::metric(ctl, &selector))
+                .await
+                .ok()
+                .flatten()
+        }
+    };
+    let discarded = total("throttle_windows_discarded_total").await;
+    let signal_errors = total("throttle_signal_errors_total").await;
     let report = running.report(&SteadyRule::default());
     running.shutdown(Duration::from_secs(5)).await;
     let secs = t0.elapsed().as_secs_f64();
@@ -309,6 +313,7 @@ pub async fn govern(
         summary: entry,
         tail,
         discarded,
+        signal_errors,
     }
 }
 
