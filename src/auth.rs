@@ -15,6 +15,8 @@
 //!
 //! What it may touch: the files and environment variables it is pointed at.
 
+pub mod token;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 

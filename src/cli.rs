@@ -156,11 +156,13 @@ pub struct RunArgs {
     /// Exit once every target has reached a steady state.
     #[arg(long)]
     pub until_steady: bool,
-    /// Steady state: this many consecutive windows with no Down...
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    /// Steady state: the shortest settled period, in evidence windows (at
+    /// least 2; the rule is in the README's "capacity report" section).
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = parse_steady_windows)]
     pub steady_windows: usize,
-    /// ...and every offer within this fraction of their mean (0.1 = ±10 %).
-    #[arg(long, default_value_t = 0.10, value_name = "FRACTION")]
+    /// Steady state: how far apart the two halves' lowest offers may lie,
+    /// as a fraction of the top offer (0.1 = ±10 %).
+    #[arg(long, default_value_t = 0.10, value_name = "FRACTION", value_parser = parse_steady_band)]
     pub steady_band: f64,
     /// Stop after this long (e.g. `10m`), steady or not.
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
@@ -175,6 +177,24 @@ pub struct RunArgs {
     /// reloads on SIGHUP only.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub config_poll: Duration,
+}
+
+fn parse_steady_windows(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        _ => Err(format!(
+            "--steady-windows must be a whole number of windows, at least 2 (got `{s}`)"
+        )),
+    }
+}
+
+fn parse_steady_band(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(b) if (0.0..=1.0).contains(&b) => Ok(b),
+        _ => Err(format!(
+            "--steady-band must be a fraction between 0 and 1, e.g. 0.1 for ±10 % (got `{s}`)"
+        )),
+    }
 }
 
 /// Arguments of `check`.
@@ -294,5 +314,28 @@ mod tests {
         };
         assert_eq!(args.ceiling, Some(8.0));
         assert!(args.reads_stdin());
+    }
+
+    #[test]
+    fn steady_flags_name_the_flag_when_bad() {
+        let run = |extra: &[&str]| {
+            let mut args = vec!["throttle-governor", "run", "--config", "x.toml"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args)
+        };
+        let ok = run(&["--steady-windows", "12", "--steady-band", "0.2"]).unwrap();
+        let Command::Run(args) = ok.command else {
+            panic!("expected run");
+        };
+        assert_eq!((args.steady_windows, args.steady_band), (12, 0.2));
+        for (flag, value) in [
+            ("--steady-windows", "1"),
+            ("--steady-windows", "ten"),
+            ("--steady-band", "-0.1"),
+            ("--steady-band", "NaN"),
+        ] {
+            let err = run(&[&format!("{flag}={value}")]).unwrap_err().to_string();
+            assert!(err.contains(flag) && err.contains(value), "{err}");
+        }
     }
 }

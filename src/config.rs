@@ -28,6 +28,11 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
+pub mod group;
+pub mod limits;
+pub mod promql;
+pub mod push;
+
 use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError, Params, Profile};
 
@@ -52,7 +57,7 @@ pub struct ServerConfig {
     pub state_file: Option<std::path::PathBuf>,
     /// The push endpoint's guards (`kind = "push"` signals).
     #[serde(default)]
-    pub push: crate::signal::push::PushServerConfig,
+    pub push: push::PushServerConfig,
 }
 
 impl Default for ServerConfig {
@@ -132,6 +137,17 @@ pub struct TargetConfig {
     /// opt-in `"robust"` (docs/BENCHMARKS.md).
     #[serde(default)]
     pub profile: Profile,
+    /// How far the signal trails the load: after an offer change, the next
+    /// window starts only this long after the change is confirmed, so that
+    /// no window mixes two offers. Default: the signal kind's own (see
+    /// [`TargetConfig::lag_description`]).
+    #[serde(
+        default,
+        deserialize_with = "de_opt_duration",
+        serialize_with = "ser_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub signal_lag: Option<Duration>,
     /// Where counters come from.
     pub signal: SignalConfig,
     /// Where offers go.
@@ -139,10 +155,10 @@ pub struct TargetConfig {
     /// Several load-generator instances governed as one (see [`crate::group`]);
     /// `signal` and `control` are then templates (`{{address}}`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub instances: Vec<crate::group::InstanceConfig>,
+    pub instances: Vec<group::InstanceConfig>,
     /// Discovery and tuning of a target group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<crate::group::GroupConfig>,
+    pub group: Option<group::GroupConfig>,
 }
 
 fn default_signal_loss_windows() -> u32 {
@@ -157,6 +173,30 @@ impl TargetConfig {
     /// The window when none is configured.
     pub fn default_window() -> Duration {
         default_window()
+    }
+
+    /// The signal lag in effect, in words (`check` and the API show it).
+    pub fn lag_description(&self) -> String {
+        if let Some(d) = self.signal_lag {
+            return format!("{} (signal_lag)", humantime::format_duration(d));
+        }
+        let w = humantime::format_duration(self.window);
+        match &self.signal {
+            SignalConfig::Locust(_) => format!(
+                "auto: Locust's stats cache ({}), plus the workers' report interval ({}) when workers report",
+                humantime::format_duration(limits::LOCUST_STATS_CACHE),
+                humantime::format_duration(limits::LOCUST_WORKER_REPORT_INTERVAL)
+            ),
+            SignalConfig::Push(_) => {
+                format!("auto: the observed interval between pushes (one window, {w}, until seen)")
+            }
+            SignalConfig::Promql(_) => format!(
+                "auto: the observed update interval of the attempts series (one window, {w}, until seen)"
+            ),
+            SignalConfig::Prometheus(_) | SignalConfig::K6(_) | SignalConfig::Goose(_) => {
+                "0s (the counters are read from the tool directly)".into()
+            }
+        }
     }
 
     /// The governor parameters (validated by [`Config::validate`]).
@@ -185,9 +225,9 @@ pub enum SignalConfig {
     /// Goose's WebSocket controller: `metrics-json`.
     Goose(GooseSignalConfig),
     /// Instant queries against a Prometheus-compatible HTTP API.
-    Promql(crate::signal::promql::PromqlSignalConfig),
+    Promql(promql::PromqlSignalConfig),
     /// Prometheus text pushed to the controller, Pushgateway-style.
-    Push(crate::signal::push::PushSignalConfig),
+    Push(push::PushSignalConfig),
 }
 
 impl SignalConfig {
@@ -323,7 +363,7 @@ pub struct PrometheusSignalConfig {
 }
 
 fn default_max_body_bytes() -> usize {
-    crate::signal::http::DEFAULT_MAX_BODY_BYTES
+    limits::DEFAULT_MAX_BODY_BYTES
 }
 
 fn default_max_samples() -> usize {
@@ -704,63 +744,70 @@ impl Config {
                 err("signal_loss_windows", "must be at least 1".into());
             }
             if t.is_group() {
-                for (field, reason) in crate::group::problems(t) {
+                for (field, reason) in group::problems(t) {
                     err(&field, reason);
                 }
                 continue;
             }
-            check_adapters(&mut err, t);
-            let SignalConfig::Prometheus(s) = &t.signal else {
-                if matches!(t.signal, SignalConfig::Promql(_) | SignalConfig::Push(_)) {
-                    check_other_signal(t, &mut err);
-                } else if let ControlConfig::Http(c) = &t.control {
-                    // A tool adapter's signal (checked above); a generic
-                    // http control may still pair with it.
-                    check_http_control(&mut err, c, t.signal.has_offer());
-                }
-                continue;
-            };
-            check_url(&mut err, "signal.url", &s.url);
-            match (&s.attempts, &s.successes) {
-                (None, None) => err(
-                    "signal.attempts",
-                    "give `attempts` (all resolved attempts) or `successes`".into(),
-                ),
-                (Some(_), Some(_)) => err(
-                    "signal.successes",
-                    "give either `attempts` or `successes`, not both".into(),
-                ),
-                _ => {}
-            }
-            for (field, sel) in [
-                ("signal.attempts", s.attempts.as_deref()),
-                ("signal.successes", s.successes.as_deref()),
-                ("signal.failures", Some(s.failures.as_str())),
-                ("signal.offer", s.offer.as_deref()),
-            ] {
-                if let Some(sel) = sel {
-                    if let Err(e) = sel.parse::<crate::signal::selector::Selector>() {
-                        err(field, format!("bad selector `{sel}`: {e}"));
-                    }
-                }
-            }
-            if s.timeout.is_zero() {
-                err("signal.timeout", "must be longer than 0s".into());
-            }
-            if s.max_body_bytes == 0 || s.max_samples == 0 {
-                err(
-                    "signal.max_body_bytes",
-                    "limits must be greater than 0".into(),
-                );
-            }
-            check_secrets(&mut err, "signal", &s.auth, &s.tls, &s.headers);
-            let ControlConfig::Http(c) = &t.control else {
-                continue; // A tool adapter's control (checked above).
-            };
-            check_http_control(&mut err, c, s.offer.is_some());
+            check_io(t, &mut err);
         }
         errors
     }
+}
+
+/// The signal's and control's checks of one (non-group) target; a group
+/// runs them for each member's filled templates.
+pub(crate) fn check_io(t: &TargetConfig, err: &mut dyn FnMut(&str, String)) {
+    let mut err = err;
+    check_adapters(&mut err, t);
+    let SignalConfig::Prometheus(s) = &t.signal else {
+        if matches!(t.signal, SignalConfig::Promql(_) | SignalConfig::Push(_)) {
+            check_other_signal(t, &mut err);
+        } else if let ControlConfig::Http(c) = &t.control {
+            // A tool adapter's signal (checked above); a generic
+            // http control may still pair with it.
+            check_http_control(&mut err, c, t.signal.has_offer());
+        }
+        return;
+    };
+    check_url(&mut err, "signal.url", &s.url);
+    match (&s.attempts, &s.successes) {
+        (None, None) => err(
+            "signal.attempts",
+            "give `attempts` (all resolved attempts) or `successes`".into(),
+        ),
+        (Some(_), Some(_)) => err(
+            "signal.successes",
+            "give either `attempts` or `successes`, not both".into(),
+        ),
+        _ => {}
+    }
+    for (field, sel) in [
+        ("signal.attempts", s.attempts.as_deref()),
+        ("signal.successes", s.successes.as_deref()),
+        ("signal.failures", Some(s.failures.as_str())),
+        ("signal.offer", s.offer.as_deref()),
+    ] {
+        if let Some(sel) = sel {
+            if let Err(e) = sel.parse::<crate::promtext::selector::Selector>() {
+                err(field, format!("bad selector `{sel}`: {e}"));
+            }
+        }
+    }
+    if s.timeout.is_zero() {
+        err("signal.timeout", "must be longer than 0s".into());
+    }
+    if s.max_body_bytes == 0 || s.max_samples == 0 {
+        err(
+            "signal.max_body_bytes",
+            "limits must be greater than 0".into(),
+        );
+    }
+    check_secrets(&mut err, "signal", &s.auth, &s.tls, &s.headers);
+    let ControlConfig::Http(c) = &t.control else {
+        return; // A tool adapter's control (checked above).
+    };
+    check_http_control(&mut err, c, s.offer.is_some());
 }
 
 /// Credentials must come from files or the environment, never inline.
@@ -851,12 +898,12 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
         SignalConfig::Locust(l) => {
             check_url(err, "signal.url", &l.url);
             positive(err, "signal.timeout", l.timeout);
-            if t.window < crate::adapters::locust::STATS_CACHE {
+            if t.window < limits::LOCUST_STATS_CACHE {
                 err(
                     "window",
                     format!(
                         "Locust caches /stats/requests for {:?}: a window shorter than that reads the same numbers twice; use \"3s\" or more",
-                        crate::adapters::locust::STATS_CACHE
+                        limits::LOCUST_STATS_CACHE
                     ),
                 );
             }
@@ -865,7 +912,7 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
             check_url(err, "signal.url", &k.url);
             positive(err, "signal.timeout", k.timeout);
             if let Some(name) = &k.failures {
-                if !crate::adapters::k6::is_metric_name(name) {
+                if !limits::is_k6_metric_name(name) {
                     err(
                         "signal.failures",
                         format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
@@ -905,7 +952,7 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
             check_ws_url(err, "control.url", &g.url);
             positive(err, "control.timeout", g.timeout);
             attempts(err, g.confirm_attempts, g.write_attempts);
-            let max = crate::adapters::goose::MAX_USERS as f64;
+            let max = limits::GOOSE_MAX_USERS as f64;
             if t.ceiling.is_some_and(|c| c > max) {
                 err(
                     "ceiling",
@@ -973,6 +1020,7 @@ fn param_field(e: &ParamError) -> &'static str {
         ParamError::FloorAboveCeiling { .. } | ParamError::ZeroFloor => "floor",
         ParamError::StartOutOfRange { .. } => "start",
         ParamError::CeilingRequired => "ceiling",
+        ParamError::ResolutionNotPositive(_) => "resolution",
     }
 }
 

@@ -64,14 +64,8 @@ pub enum DemoError {
     #[error("controller: {0}")]
     Supervisor(#[from] supervisor::SupervisorError),
     /// A report could not be written.
-    #[error("cannot write {path}: {source}")]
-    Write {
-        /// The path.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Report(#[from] crate::report::ReportError),
     /// Bad flag values.
     #[error("{0}")]
     Args(String),
@@ -187,33 +181,8 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> Result<Report, D
             Ended::Signal => "interrupted",
         }
     );
-    write_reports(
-        &report,
-        args.report_json.as_ref(),
-        args.report_html.as_ref(),
-    )?;
+    report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     Ok(report)
-}
-
-/// Writes the JSON and HTML reports where asked.
-pub fn write_reports(
-    report: &Report,
-    json: Option<&PathBuf>,
-    html: Option<&PathBuf>,
-) -> Result<(), DemoError> {
-    let write = |path: &PathBuf, text: String| {
-        std::fs::write(path, text).map_err(|source| DemoError::Write {
-            path: path.display().to_string(),
-            source,
-        })
-    };
-    if let Some(p) = json {
-        write(p, report.to_json())?;
-    }
-    if let Some(p) = html {
-        write(p, report.to_html())?;
-    }
-    Ok(())
 }
 
 /// A one-line progress display on a terminal, redrawn in place.

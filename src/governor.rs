@@ -184,6 +184,10 @@ pub enum HoldReason {
     /// `robust` only: clean, but the next additive probe waits for more
     /// clean windows, because the last probes found the limit.
     Dwelling,
+    /// The window straddled a change of the offer in effect (or fell within
+    /// the signal's lag after one), so its attempts belong to no one offer:
+    /// it is not decided on (the engine's attribution, not a rule).
+    OfferChange,
 }
 
 impl HoldReason {
@@ -200,6 +204,7 @@ impl HoldReason {
             HoldReason::Settling => "settling",
             HoldReason::Gathering => "gathering",
             HoldReason::Dwelling => "dwelling",
+            HoldReason::OfferChange => "offer-change",
         }
     }
 }
@@ -360,6 +365,9 @@ pub enum ParamError {
     /// could ever show that the target recovered.
     #[error("`floor` must be greater than 0: at an offer of 0 there is no traffic, so the governor could never see the target recover")]
     ZeroFloor,
+    /// A resolution that is not a finite number above 0.
+    #[error("`resolution` must be a finite number > 0, e.g. 0.01 for a rate rounded to 2 decimals (got {0})")]
+    ResolutionNotPositive(f64),
     /// `ceiling` missing for concurrency.
     #[error("`ceiling` is required for control = \"concurrency\" (the authored concurrency)")]
     CeilingRequired,
@@ -380,6 +388,10 @@ pub struct Params {
     pub high: f64,
     /// A window is clean when `frac < low`.
     pub low: f64,
+    /// The knob's resolution, when configured ([`Params::with_resolution`]);
+    /// `None`: 1 for concurrency, relative
+    /// [`exact::RATE_RELATIVE_RESOLUTION`] for rate.
+    pub resolution: Option<f64>,
 }
 
 impl Params {
@@ -467,6 +479,7 @@ impl Params {
                 start,
                 high,
                 low,
+                resolution: None,
             })
         } else {
             Err(errors)
@@ -556,6 +569,11 @@ pub struct ThrottleGovernor {
     profile: Profile,
     /// The `robust` layer's own memory; untouched by the default profile.
     robust: robust::RobustState,
+    /// The knob's resolution as learned from read-backs that swallowed an
+    /// Up ([`exact`]); 0 until one does.
+    learned_resolution: f64,
+    /// The last Up decided, `(from, to)`, until the next read-back.
+    last_up: Option<(f64, f64)>,
 }
 
 impl ThrottleGovernor {
@@ -578,6 +596,8 @@ impl ThrottleGovernor {
             window: WindowTracker::default(),
             profile,
             robust: robust::RobustState::default(),
+            learned_resolution: 0.0,
+            last_up: None,
         }
     }
 
@@ -597,19 +617,44 @@ impl ThrottleGovernor {
     }
 
     /// Restores memory (`last_bad`, streak), e.g. from a state file.
-    pub fn restore_memory(&mut self, last_bad: Option<f64>, clean_streak: u32) {
+    ///
+    /// A `last_bad` outside [floor, ceiling] is clamped into it; a
+    /// non-finite or negative one is refused and the memory stays unset
+    /// (slow start). The result says which.
+    pub fn restore_memory(&mut self, last_bad: Option<f64>, clean_streak: u32) -> Committed {
+        let (last_bad, verdict) = match last_bad {
+            None => (None, Committed::Adopted),
+            Some(bad) => match self.bound(bad) {
+                Committed::Invalid { .. } => (None, Committed::Invalid { value: bad }),
+                Committed::Clamped { from, to } => (Some(to), Committed::Clamped { from, to }),
+                Committed::Adopted => (Some(bad), Committed::Adopted),
+            },
+        };
         self.state.last_bad = last_bad;
         self.state.clean_streak = if last_bad.is_some() { clean_streak } else { 0 };
         self.robust = robust::RobustState::default();
+        verdict
     }
 
     /// Sets the committed offer, as read back from the tool. The next window
     /// steps from this value; an outside writer is not fought.
-    pub fn set_current(&mut self, committed: f64) {
-        if committed != self.state.current {
+    ///
+    /// The offer stays within [floor, ceiling]: a value outside is clamped
+    /// into it, and a non-finite or negative one is refused (the offer is
+    /// unchanged). The result says which, so the caller can count and log it.
+    pub fn set_current(&mut self, committed: f64) -> Committed {
+        let verdict = self.bound(committed);
+        let value = match verdict {
+            Committed::Invalid { .. } => return verdict,
+            Committed::Clamped { to, .. } => to,
+            Committed::Adopted => committed,
+        };
+        self.learn_from_read_back(value);
+        if value != self.state.current {
             self.robust_offer_changed();
         }
-        self.state.current = committed;
+        self.state.current = value;
+        verdict
     }
 
     /// Folds one window's deltas (`attempts` resolved, `failures` failed)
@@ -620,10 +665,15 @@ impl ThrottleGovernor {
     /// After an Up or Down, `current` becomes the decided value until the
     /// caller reports a different committed value with [`Self::set_current`].
     pub fn step(&mut self, attempts: f64, failures: f64) -> Outcome {
-        match self.profile {
+        let outcome = match self.profile {
             Profile::Default => self.step_default(attempts, failures),
             Profile::Robust => self.step_robust(attempts, failures),
-        }
+        };
+        self.last_up = match outcome.decision {
+            Decision::Up(to) => Some((outcome.from, to)),
+            _ => None,
+        };
+        outcome
     }
 
     /// [`Self::step`] under the rules of `GOVERNOR.md`, exactly.
@@ -637,7 +687,7 @@ impl ThrottleGovernor {
 
         let mut memory_cleared = false;
         if let Some(bad) = self.state.last_bad {
-            let evidence = frac < p.low && from >= bad;
+            let evidence = frac < p.low && self.at_or_above(from, bad);
             let (streak, clear) = memory_clear_step(self.state.clean_streak, evidence);
             self.state.clean_streak = streak;
             if clear {
@@ -655,7 +705,7 @@ impl ThrottleGovernor {
             p.ceiling,
             self.state.last_bad,
         );
-        let decision = p.round(raw, from);
+        let decision = p.round(self.exact_up(raw, from), from);
         let threshold = if frac > p.high {
             Some(Threshold::High(p.high))
         } else if frac < p.low {
@@ -730,7 +780,10 @@ impl ThrottleGovernor {
             threshold: None,
         });
         let signal = match reason {
-            HoldReason::Baseline | HoldReason::CounterReset | HoldReason::SignalError => None,
+            HoldReason::Baseline
+            | HoldReason::CounterReset
+            | HoldReason::SignalError
+            | HoldReason::OfferChange => None,
             _ => Some(signal),
         };
         Outcome {
@@ -782,7 +835,11 @@ fn no_traffic(failures: f64) -> Signal {
     }
 }
 
+pub mod advice;
+pub mod exact;
 pub mod robust;
+
+pub use exact::{Committed, RATE_RELATIVE_RESOLUTION};
 
 #[cfg(test)]
 mod tests;

@@ -8,34 +8,41 @@
 //! tool's admin API (confirmed by read-back), and exports its own decisions.
 //!
 //! # Layout
-//! The pipeline, one module per stage, in the order data flows:
+//! The pipeline, one module per stage, in the order data flows. The module
+//! graph is acyclic (`tests/module_graph.rs` fails on a cycle): each stage
+//! imports only the stages above it in this table.
 //!
 //! | stage | module | what lives there |
 //! |---|---|---|
-//! | signal | [`signal`] | where counters come from: exposition parser, selectors, Prometheus scrape, PromQL, push |
+//! | pure text | [`promtext`] | the exposition parser, selectors, PromQL expression text |
+//! | config | [`config`] | the TOML config (a leaf: serde types, every check, tool limits, group templates) |
+//! | signal | [`signal`] | `Counters`, `SignalError`, the `CounterSource` trait; scrape, PromQL, push receive |
 //! | window | [`window`] | pure counter deltas, resets, fractions |
 //! | governor | [`governor`] | pure decision rules and per-target state (`GOVERNOR.md`) |
-//! | control | [`control`] | where offers go: HTTP writes, read-back, confirmation |
+//! | control | [`control`] | `ControlError`, the `KnobApi` trait, the `Actuator` (the read-back rule), the templated HTTP knob |
 //! | signal + control | [`adapters`] | real load tools spoken natively, one file per tool: Locust, k6, Goose |
-//! | telemetry | [`telemetry`] | exported metrics, `/metrics` server, movement log |
+//! | telemetry | [`telemetry`] | metrics, the `/metrics` server, logging, status and history, and the one exporter |
+//! | engine | [`engine`] | one loop for every target: build (the only match over kinds), the pure window step, members and the one writer, split, discovery |
+//!
+//! Where to look:
+//! - a window is decided in one place: [`engine::step::Core::step`];
+//! - a write happens in one place: the writer task in [`engine::member`];
+//! - telemetry is emitted in one place: [`telemetry::export::Exporter::emit`].
 //!
 //! Around the pipeline:
 //!
 //! | module | what lives there |
 //! |---|---|
-//! | [`auth`] | credentials (from files or env, always redacted) and TLS for talking to tools |
-//! | [`cli`] | the command-line interface (clap definitions) |
-//! | [`config`] | the TOML config and its validation |
-//! | [`target`] | one target's loop: read → window → decide → write |
-//! | [`group`] | a target group: many instances, one window, one decision, the offer split |
+//! | [`auth`] | credentials and tokens (from files or env, always redacted) and TLS |
+//! | [`state`] | the state file: congestion memory kept across controller restarts |
+//! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
 //! | [`reload`] | hot reload on SIGHUP or a config change, keeping governor state |
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
+//! | [`cli`] | the command-line interface (clap definitions) |
 //! | [`demo`] | the built-in demo: sim + controller + report in one process |
 //! | [`healthcheck`] | `healthcheck`: GET `/healthz` for the container's `HEALTHCHECK` |
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
 //! | [`bench`](mod@bench) | control quality: the governor against AIMD, CUBIC, gradient, findmax and an oracle on the sim models |
-//! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
-//! | [`state`] | the state file: congestion memory kept across controller restarts |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
 
 pub mod adapters;
@@ -45,9 +52,10 @@ pub mod cli;
 pub mod config;
 pub mod control;
 pub mod demo;
+pub mod engine;
 pub mod governor;
-pub mod group;
 pub mod healthcheck;
+pub mod promtext;
 pub mod reload;
 pub mod replay;
 pub mod report;
@@ -55,6 +63,5 @@ pub mod signal;
 pub mod sim;
 pub mod state;
 pub mod supervisor;
-pub mod target;
 pub mod telemetry;
 pub mod window;

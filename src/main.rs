@@ -12,7 +12,7 @@ use throttle_governor::bench::{self, BenchArgs, BenchError, BenchFormat};
 use throttle_governor::cli::{CheckArgs, Cli, Command, RunArgs, EXIT_USAGE};
 use throttle_governor::config::{Config, ConfigError};
 use throttle_governor::demo::{self, DemoArgs};
-use throttle_governor::replay::{self, OutputFormat, ReplayArgs, ReplayError};
+use throttle_governor::replay::{self, ReplayArgs, ReplayError};
 use throttle_governor::report::SteadyRule;
 use throttle_governor::supervisor::{self, RunOptions, StopWhen};
 use throttle_governor::telemetry::logging;
@@ -76,13 +76,14 @@ fn exit_code(err: &anyhow::Error) -> u8 {
 }
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
-    // The whole input is decided before anything is printed.
-    let rows = replay::replay_input(args)?;
-    let text = match args.format {
-        OutputFormat::Jsonl => replay::render_jsonl(&rows),
-        OutputFormat::Table => replay::render_table(&rows),
-    };
-    print(&text)
+    // Rows stream: each is flushed as soon as its line is decided.
+    let mut out = io::stdout().lock();
+    let mut warnings = io::stderr().lock();
+    match replay::stream_input(args, &mut out, &mut warnings) {
+        // A reader that went away (`| head`) is not a failure.
+        Err(ReplayError::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
@@ -100,12 +101,24 @@ fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
 
 fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
-    print(&format!(
+    let mut text = format!(
         "{}: valid, {} target{}\n",
         args.config.display(),
         config.targets.len(),
         if config.targets.len() == 1 { "" } else { "s" }
-    ))
+    );
+    for t in &config.targets {
+        text.push_str(&format!(
+            "  {}: {} {}, window {}, profile {}, signal lag {}\n",
+            t.name,
+            t.signal.kind(),
+            t.knob,
+            humantime::format_duration(t.window),
+            t.profile,
+            t.lag_description()
+        ));
+    }
+    print(&text)
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -154,11 +167,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.until_steady || args.report_json.is_some() || args.report_html.is_some() {
         eprint!("{}", report.to_text());
     }
-    demo::write_reports(
-        &report,
-        args.report_json.as_ref(),
-        args.report_html.as_ref(),
-    )?;
+    report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     Ok(())
 }
 

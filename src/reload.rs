@@ -35,108 +35,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::{Config, ConfigError, ServerConfig, TargetConfig};
-use crate::group::GroupTask;
-use crate::supervisor::{build_tasks, http_client, RunOptions, SupervisorError};
-use crate::target::TargetTask;
+use crate::config::{Config, ConfigError, TargetConfig};
+use crate::engine::build::Builder;
+use crate::engine::{BuildError, TargetTask};
 use crate::telemetry::metrics::ReloadLabels;
 use crate::telemetry::Telemetry;
 
-/// How a target task starts and stops around a reload.
-#[derive(Debug, Clone, Default)]
-pub struct Lifecycle {
-    /// Resume from this state instead of publishing the opening offer.
-    pub resume: Option<Resume>,
-    /// Cancelled (before the task's own token) when a reload replaces the
-    /// task: it then stops without applying `on_exit`.
-    pub handover: CancellationToken,
-}
-
-/// The governor state a changed target keeps across a reload.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Resume {
-    /// The offer in effect.
-    pub current: f64,
-    /// The congestion memory.
-    pub last_bad: Option<f64>,
-    /// The clean streak.
-    pub clean_streak: u32,
-}
-
-/// One governed target: a single tool, or a group of instances.
-pub enum Unit {
-    /// One tool ([`crate::target`]).
-    Single(Box<TargetTask>),
-    /// A group ([`crate::group`]).
-    Group(Box<GroupTask>),
-}
-
-impl Unit {
-    /// Builds the unit of one validated target.
-    pub fn build(
-        t: &TargetConfig,
-        server: &ServerConfig,
-        telemetry: &Arc<Telemetry>,
-        opts: &RunOptions,
-    ) -> Result<Unit, SupervisorError> {
-        if t.is_group() {
-            let task = GroupTask::new(t, telemetry.clone(), opts.dry_run, http_client()?).map_err(
-                |reason| SupervisorError::Target {
-                    target: t.name.clone(),
-                    reason,
-                },
-            )?;
-            return Ok(Unit::Group(Box::new(task)));
-        }
-        let one = Config {
-            server: server.clone(),
-            targets: vec![t.clone()],
-        };
-        let task =
-            build_tasks(&one, telemetry, opts)?
-                .pop()
-                .ok_or_else(|| SupervisorError::Target {
-                    target: t.name.clone(),
-                    reason: "no task was built".into(),
-                })?;
-        Ok(Unit::Single(Box::new(task)))
-    }
-
-    /// The groups of a config (single targets come from [`build_tasks`]).
-    pub fn build_groups(
-        config: &Config,
-        telemetry: &Arc<Telemetry>,
-        opts: &RunOptions,
-    ) -> Result<Vec<Unit>, SupervisorError> {
-        config
-            .targets
-            .iter()
-            .filter(|t| t.is_group())
-            .map(|t| Unit::build(t, &config.server, telemetry, opts))
-            .collect()
-    }
-
-    fn set_lifecycle(&mut self, lifecycle: Lifecycle) {
-        match self {
-            Unit::Single(t) => t.lifecycle = lifecycle,
-            Unit::Group(g) => g.lifecycle = lifecycle,
-        }
-    }
-
-    fn handover(&self) -> CancellationToken {
-        match self {
-            Unit::Single(t) => t.lifecycle.handover.clone(),
-            Unit::Group(g) => g.lifecycle.handover.clone(),
-        }
-    }
-
-    async fn run(self, cancel: CancellationToken) {
-        match self {
-            Unit::Single(t) => t.run(cancel).await,
-            Unit::Group(g) => g.run(cancel).await,
-        }
-    }
-}
+pub use crate::engine::{Lifecycle, Resume};
 
 /// What a reload did, by target name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -161,7 +66,7 @@ pub enum ReloadError {
     Config(#[from] ConfigError),
     /// A new or changed target could not be built.
     #[error(transparent)]
-    Build(#[from] SupervisorError),
+    Build(#[from] BuildError),
     /// The push endpoint's settings could not be applied.
     #[error("server.push: {0}")]
     Push(String),
@@ -179,7 +84,7 @@ struct Inner {
     entries: BTreeMap<String, Entry>,
     parent: CancellationToken,
     telemetry: Arc<Telemetry>,
-    opts: RunOptions,
+    builder: Builder,
 }
 
 struct Entry {
@@ -189,10 +94,10 @@ struct Entry {
     handle: JoinHandle<()>,
 }
 
-fn spawn(unit: Unit, config: &TargetConfig, parent: &CancellationToken) -> Entry {
+fn spawn(task: TargetTask, config: &TargetConfig, parent: &CancellationToken) -> Entry {
     let cancel = parent.child_token();
-    let handover = unit.handover();
-    let handle = tokio::spawn(unit.run(cancel.clone()));
+    let handover = task.lifecycle.handover.clone();
+    let handle = tokio::spawn(task.run(cancel.clone()));
     Entry {
         config: config.clone(),
         cancel,
@@ -275,20 +180,19 @@ fn same_config(a: &TargetConfig, b: &TargetConfig) -> bool {
 }
 
 impl Roster {
-    /// Spawns every unit under `parent`.
+    /// Spawns every task under `parent`; `builder` builds those a reload adds.
     pub fn start(
         config: &Config,
-        units: Vec<Unit>,
+        tasks: Vec<TargetTask>,
         parent: &CancellationToken,
-        telemetry: Arc<Telemetry>,
-        opts: RunOptions,
+        builder: Builder,
     ) -> Roster {
         let mut entries = BTreeMap::new();
-        let mut units = units;
+        let mut tasks = tasks;
         for t in &config.targets {
-            if let Some(i) = units.iter().position(|u| unit_name(u) == t.name) {
-                let unit = units.swap_remove(i);
-                entries.insert(t.name.clone(), spawn(unit, t, parent));
+            if let Some(i) = tasks.iter().position(|u| u.config.name == t.name) {
+                let task = tasks.swap_remove(i);
+                entries.insert(t.name.clone(), spawn(task, t, parent));
             }
         }
         Roster {
@@ -296,15 +200,10 @@ impl Roster {
                 config: config.clone(),
                 entries,
                 parent: parent.clone(),
-                telemetry,
-                opts,
+                telemetry: builder.telemetry().clone(),
+                builder,
             })),
         }
-    }
-
-    /// The names of the running targets.
-    pub async fn names(&self) -> Vec<String> {
-        self.inner.lock().await.entries.keys().cloned().collect()
     }
 
     /// Applies a validated config; on error nothing has changed.
@@ -319,7 +218,7 @@ impl Roster {
         let mut summary = ReloadSummary::default();
 
         // Build everything new first: a reload that cannot be built changes nothing.
-        let mut built: Vec<(TargetConfig, Unit, Option<bool>)> = Vec::new();
+        let mut built: Vec<(TargetConfig, TargetTask, Option<bool>)> = Vec::new();
         for t in &new.targets {
             let change = match old.get(&t.name) {
                 None => None,
@@ -329,8 +228,8 @@ impl Roster {
                 }
                 Some(o) => Some(identity(o) == identity(t)),
             };
-            let unit = Unit::build(t, &new.server, &inner.telemetry, &inner.opts)?;
-            built.push((t.clone(), unit, change));
+            let task = inner.builder.task(t)?;
+            built.push((t.clone(), task, change));
         }
         inner
             .telemetry
@@ -355,7 +254,7 @@ impl Roster {
             }
         }
 
-        for (t, mut unit, change) in built {
+        for (t, mut task, change) in built {
             let name = t.name.clone();
             match change {
                 None => summary.added.push(name.clone()),
@@ -366,10 +265,10 @@ impl Roster {
                         e.stop(handover).await;
                     }
                     if same_identity {
-                        unit.set_lifecycle(Lifecycle {
+                        task.lifecycle = Lifecycle {
                             resume: resume_state(&inner.telemetry, &name),
                             handover: CancellationToken::new(),
-                        });
+                        };
                         summary.kept_state.push(name.clone());
                     } else {
                         summary.restarted.push(name.clone());
@@ -377,7 +276,7 @@ impl Roster {
                     inner.telemetry.set_members(&name, None);
                 }
             }
-            let entry = spawn(unit, &t, &inner.parent);
+            let entry = spawn(task, &t, &inner.parent);
             inner.entries.insert(name, entry);
         }
         inner.config = new;
@@ -401,13 +300,6 @@ impl Roster {
                 handle.abort();
             }
         }
-    }
-}
-
-fn unit_name(u: &Unit) -> &str {
-    match u {
-        Unit::Single(t) => &t.config.name,
-        Unit::Group(g) => &g.config.name,
     }
 }
 

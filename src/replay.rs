@@ -7,9 +7,12 @@
 //! is the contract of `GOVERNOR.md`, not an imitation of it.
 //!
 //! What it may touch: [`crate::governor`] and [`crate::window`], plus reading
-//! its input. It writes nothing: rendering returns strings and the binary
-//! prints them, only once every line has been read and decided, so a
-//! malformed line never leaves half a report on stdout.
+//! its input and writing its rows to the writer it is given ([`stream`]).
+//!
+//! It streams: each JSON Lines row is written and flushed as soon as its line
+//! is decided, so it can run in a pipe beside a live tool. A malformed line
+//! stops it with exit status 2 after the rows of the lines before it (which
+//! were decided correctly); nothing after a bad line is ever printed.
 //!
 //! # Input
 //! JSON Lines, one object per line, in one of two forms:
@@ -26,7 +29,9 @@
 //! outside writer, [`ThrottleGovernor::set_current`]); without it, the offer
 //! is the previous line's `to`. Unknown keys are errors. Blank lines are
 //! skipped, and `window` keeps counting input lines, so it always points at
-//! the line a row came from.
+//! the line a row came from. A `current` outside [floor, ceiling] is clamped
+//! into it: the row's `current` is the clamped value, the row gains
+//! `"clamped_from"` with the value given, and a warning names the line.
 //!
 //! # Output
 //! One [`ReplayRow`] per non-blank line. In JSON, every number that is
@@ -35,7 +40,7 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -44,7 +49,8 @@ use thiserror::Error;
 
 pub use crate::governor::Profile;
 use crate::governor::{
-    pct, Control, Decision, HoldReason, Mode, Outcome, ParamError, Params, ThrottleGovernor,
+    pct, Committed, Control, Decision, HoldReason, Mode, Outcome, ParamError, Params,
+    ThrottleGovernor,
 };
 use crate::window::{Reading, WindowError};
 
@@ -91,6 +97,12 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = Control::Concurrency)]
     pub control: Control,
 
+    /// The knob's smallest move, e.g. 0.01 for a tool that rounds a rate to
+    /// 2 decimals: an Up smaller than this becomes the additive probe
+    /// [default: 1 for concurrency, 1e-9 of the offer for rate].
+    #[arg(long, value_name = "STEP")]
+    pub resolution: Option<f64>,
+
     /// How to print the decisions.
     #[arg(long, value_enum, default_value_t = OutputFormat::Jsonl)]
     pub format: OutputFormat,
@@ -112,6 +124,7 @@ impl Default for ReplayArgs {
             ceiling: None,
             start: None,
             control: Control::Concurrency,
+            resolution: None,
             format: OutputFormat::Jsonl,
             profile: Profile::Default,
         }
@@ -121,15 +134,28 @@ impl Default for ReplayArgs {
 impl ReplayArgs {
     /// Validates the governor parameters, reporting every problem at once.
     pub fn params(&self) -> Result<Params, ReplayError> {
-        Params::new(
+        let params = Params::new(
             self.control,
             self.ceiling,
             self.floor,
             self.start,
             self.high,
             self.low,
-        )
-        .map_err(ReplayError::Params)
+        );
+        match (params, self.resolution) {
+            (Ok(p), Some(r)) => p
+                .with_resolution(r)
+                .map_err(|e| ReplayError::Params(vec![e])),
+            (Ok(p), None) => Ok(p),
+            (Err(mut errors), Some(r)) => {
+                // Report a bad resolution beside the other problems.
+                if !(r.is_finite() && r > 0.0) {
+                    errors.push(ParamError::ResolutionNotPositive(r));
+                }
+                Err(ReplayError::Params(errors))
+            }
+            (Err(errors), None) => Err(ReplayError::Params(errors)),
+        }
     }
 
     /// Whether the input is stdin (`FILE` absent or `-`).
@@ -165,6 +191,9 @@ pub enum ReplayError {
         #[source]
         source: io::Error,
     },
+    /// The output could not be written.
+    #[error("cannot write the output")]
+    Write(#[source] io::Error),
     /// A line is malformed.
     #[error("line {line}: {problem}")]
     Line {
@@ -486,6 +515,11 @@ pub struct ReplayRow {
     pub clean_streak: u32,
     /// Whether the memory cleared on this window.
     pub memory_cleared: bool,
+    /// The line's `current` as given, when it lay outside [floor, ceiling]
+    /// and was clamped into it (`current` is then the clamped value); the
+    /// key is absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_num")]
+    pub clamped_from: Option<f64>,
 }
 
 impl ReplayRow {
@@ -512,6 +546,7 @@ impl ReplayRow {
             last_bad: o.last_bad,
             clean_streak: o.clean_streak,
             memory_cleared: o.memory_cleared,
+            clamped_from: None,
         }
     }
 }
@@ -572,26 +607,51 @@ pub fn replay_input(args: &ReplayArgs) -> Result<Vec<ReplayRow>, ReplayError> {
     replay(input, args)
 }
 
-/// Replays every line of `input` through a fresh governor built from `args`
-/// (`args.file` is not used here). Returns one row per non-blank line, or
-/// the first error; a partial report is never returned.
-pub fn replay(input: impl BufRead, args: &ReplayArgs) -> Result<Vec<ReplayRow>, ReplayError> {
-    let params = args.params()?;
-    let mut governor = ThrottleGovernor::with_profile(params, args.profile);
-    let mut rows = Vec::new();
-    let mut first: Option<(Form, usize)> = None;
-    let mut previous_reading: Option<usize> = None;
-    for (index, text) in input.lines().enumerate() {
-        let line = index + 1;
-        let text = text.map_err(|source| ReplayError::Read { line, source })?;
+/// Validates the parameters, opens the input named by `args` and streams
+/// its rows onto `out` ([`stream`]). Bad parameters are reported before any
+/// input is read.
+pub fn stream_input(
+    args: &ReplayArgs,
+    out: &mut dyn Write,
+    warnings: &mut dyn Write,
+) -> Result<(), ReplayError> {
+    args.params()?;
+    let input = open_input(args)?;
+    stream(input, args, out, warnings)
+}
+
+/// One replay in progress: the governor and the input's bookkeeping, fed
+/// one line at a time, so rows can leave as soon as they are decided.
+#[derive(Debug)]
+pub struct Replayer {
+    params: Params,
+    governor: ThrottleGovernor,
+    first: Option<(Form, usize)>,
+    previous_reading: Option<usize>,
+}
+
+impl Replayer {
+    /// A replay with validated parameters.
+    pub fn new(args: &ReplayArgs) -> Result<Self, ReplayError> {
+        let params = args.params()?;
+        Ok(Replayer {
+            params,
+            governor: ThrottleGovernor::with_profile(params, args.profile),
+            first: None,
+            previous_reading: None,
+        })
+    }
+
+    /// Decides input line number `line` (1-based); `None` for a blank line.
+    pub fn feed(&mut self, line: usize, text: &str) -> Result<Option<ReplayRow>, ReplayError> {
         if text.trim().is_empty() {
-            continue;
+            return Ok(None);
         }
         let bad = |problem| ReplayError::Line { line, problem };
-        let entry = parse_line(&text, line, params.control).map_err(bad)?;
+        let entry = parse_line(text, line, self.params.control).map_err(bad)?;
         let form = entry.counters.form();
-        match first {
-            None => first = Some((form, line)),
+        match self.first {
+            None => self.first = Some((form, line)),
             Some((first_form, first_line)) if first_form != form => {
                 return Err(bad(LineError::FormChanged {
                     this: form.as_str(),
@@ -601,14 +661,24 @@ pub fn replay(input: impl BufRead, args: &ReplayArgs) -> Result<Vec<ReplayRow>, 
             }
             Some(_) => {}
         }
+        let mut clamped_from = None;
         if let Some(current) = entry.current {
-            governor.set_current(current);
+            match self.governor.set_current(current) {
+                Committed::Adopted => {}
+                Committed::Clamped { from, .. } => clamped_from = Some(from),
+                Committed::Invalid { value } => {
+                    return Err(bad(LineError::Negative {
+                        field: "current",
+                        value,
+                    }))
+                }
+            }
         }
         let outcome = match entry.counters {
-            Counters::Window { attempts, failures } => governor.step(attempts, failures),
+            Counters::Window { attempts, failures } => self.governor.step(attempts, failures),
             Counters::Total(reading) => {
-                let since = previous_reading.replace(line).unwrap_or(line);
-                governor.observe(reading).map_err(|e| {
+                let since = self.previous_reading.replace(line).unwrap_or(line);
+                self.governor.observe(reading).map_err(|e| {
                     bad(match e {
                         WindowError::InconsistentDelta { failures, attempts } => {
                             LineError::InconsistentDelta {
@@ -622,9 +692,82 @@ pub fn replay(input: impl BufRead, args: &ReplayArgs) -> Result<Vec<ReplayRow>, 
                 })?
             }
         };
-        rows.push(ReplayRow::from_outcome(line, &outcome));
+        let mut row = ReplayRow::from_outcome(line, &outcome);
+        row.clamped_from = clamped_from;
+        Ok(Some(row))
+    }
+
+    /// The parameters in use.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+}
+
+/// Replays `input` with `args` and returns every row.
+///
+/// Stops at the first bad line, with its 1-based line number.
+pub fn replay(input: impl BufRead, args: &ReplayArgs) -> Result<Vec<ReplayRow>, ReplayError> {
+    let mut replayer = Replayer::new(args)?;
+    let mut rows = Vec::new();
+    for (index, text) in input.lines().enumerate() {
+        let line = index + 1;
+        let text = text.map_err(|source| ReplayError::Read { line, source })?;
+        rows.extend(replayer.feed(line, &text)?);
     }
     Ok(rows)
+}
+
+/// Replays `input` onto `out` as it arrives.
+///
+/// JSON Lines stream: each row is written and flushed as soon as its line
+/// is decided, before the next line is read, so `replay` can run in a pipe
+/// beside a live tool (a write-one/read-one driver never deadlocks). A row
+/// whose `current` was clamped into [floor, ceiling] also gets one warning
+/// line on `warnings`. The table needs every row for its column widths, so
+/// it is printed once the input ends. Either way, a bad line stops the
+/// replay with its error, after the rows of the lines before it.
+pub fn stream(
+    input: impl BufRead,
+    args: &ReplayArgs,
+    out: &mut dyn Write,
+    warnings: &mut dyn Write,
+) -> Result<(), ReplayError> {
+    let mut replayer = Replayer::new(args)?;
+    let mut table = Vec::new();
+    for (index, text) in input.lines().enumerate() {
+        let line = index + 1;
+        let text = text.map_err(|source| ReplayError::Read { line, source })?;
+        let Some(row) = replayer.feed(line, &text)? else {
+            continue;
+        };
+        if let Some(from) = row.clamped_from {
+            let p = replayer.params();
+            // A failed warning must not stop the replay.
+            let _ = writeln!(
+                warnings,
+                "line {line}: `current` {} lies outside [floor, ceiling] = [{}, {}]; clamped to {}",
+                text_num(from),
+                text_num(p.floor),
+                text_num(p.ceiling),
+                text_num(row.current)
+            );
+        }
+        match args.format {
+            OutputFormat::Jsonl => {
+                let text = render_jsonl(std::slice::from_ref(&row));
+                out.write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .map_err(ReplayError::Write)?;
+            }
+            OutputFormat::Table => table.push(row),
+        }
+    }
+    if args.format == OutputFormat::Table {
+        out.write_all(render_table(&table).as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(ReplayError::Write)?;
+    }
+    Ok(())
 }
 
 /// One JSON object per row, each on its own line.
@@ -997,6 +1140,7 @@ mod tests {
             last_bad: Some(100.0),
             clean_streak: 0,
             memory_cleared: false,
+            clamped_from: None,
         };
         assert_eq!(
             render_jsonl(std::slice::from_ref(&row)),

@@ -4,32 +4,121 @@
 //! at the declared failure bound, and that number is what users run the tool
 //! for. But a load figure taken while failures are high is an artefact of
 //! saturation, so a report must say which of the two it shows. This module
-//! decides steadiness from a target's window history (purely, no clock) and
-//! renders the report as JSON and as one self-contained HTML file with an
-//! inline SVG chart (no network fetches).
+//! decides steadiness from a target's window history (purely, no clock and no
+//! I/O) and renders the report as JSON, as text, and as one self-contained
+//! HTML file with an inline SVG chart ([`html`], no network fetches).
 //!
-//! # The steady-state rule
-//! A target is **steady** when its last `windows` (default 10) valid windows
-//! contain no Down and every committed offer in them lies within
-//! `band` (default ±10 %) of their mean. Windows without a valid signal break
-//! the run. One addition: at least half of those windows must be Holds, so
-//! that a slow additive climb (+2 % of `last_bad` per window stays inside a
-//! ±10 % band for ten windows) is not mistaken for a plateau. The figure is a **capacity** only when the target is steady *and*
-//! the observed failure ratio over those windows is within the bound
-//! (`<= high`); otherwise the report says so and gives no capacity.
+//! What it may touch: nothing but the history it is given.
+//!
+//! # Evidence
+//! Only **evidence windows** count: a valid signal, at least one resolved
+//! attempt, not `discarded` (it straddled an offer change, or fell within the
+//! signal's lag after one) and not `unconfirmed` (the tool had not confirmed
+//! the governor's last write, so the offer in effect was the tool's). Other
+//! windows are shown in the history and the chart, never pooled.
+//!
+//! # The settled period
+//! On an integer knob a real run rarely holds still: against a wall at 10 it
+//! settles into a sawtooth (10 ↔ 11, or 8 9 10 11 → back-off → 8 9 10 11 …)
+//! with few or no Holds. So steadiness is judged on the *envelope* of the
+//! offer, not on its stillness.
+//!
+//! Offers are grouped into **levels** of one probe step: width
+//! `max(1, floor(2 % of the top))` on integer knobs (each integer is its own
+//! level up to a top of 99), and `max(2 % of the top, min(1, 10 % of the
+//! top))` otherwise, where the top is the highest offer of the last
+//! `windows` evidence windows. That is the size of the governor's additive
+//! probe (`max(1, 0.02 * last_bad)`), so a probing climb moves about one level
+//! per window.
+//!
+//! A trailing stretch of evidence windows is **settled** when
+//! - its two halves reach the same top: their highest offers lie within one
+//!   level of each other (a climb, slow start or additive, moves several
+//!   levels per half; a collapse falls several);
+//! - its two halves reach the same bottom: their lowest offers lie within
+//!   `band` (default ±10 %) of the top, or one level, of each other (this
+//!   keeps the climb out of the first back-off, and a fresh deep back-off,
+//!   out of the period);
+//! - its top was **revisited**: the windows at the top level or the one
+//!   below it form at least two separate visits (a sawtooth came back), or
+//!   one visit at least half of `windows` long (a plateau). A single peak
+//!   met halfway up a climb is not a settled state.
+//!
+//! Every stretch from `windows` (default 10) up to [`MAX_PERIOD`] evidence
+//! windows long is tried; the **settled period** is the longest that passes,
+//! so a sawtooth whose cycle is longer than half of `windows` is still found
+//! once two cycles have run. A plateau (the simulator's demo) passes at once.
+//!
+//! # The capacity figure
+//! Over the settled period, each level's windows are **pooled**: attempts and
+//! failures summed, `ratio = failures / attempts`. The **capacity** is the
+//! highest level that was held for at least [`MIN_LEVEL_WINDOWS`] windows
+//! and whose pooled ratio is within the bound (`<= high`). The report shows
+//! the evidence for it, and for the **next step up** (the lowest level above
+//! it that the period visited): windows, attempts, failures, the ratio and a
+//! 95 % Wilson score interval on it. The interval treats attempts as
+//! independent, which they are not quite (a burst of rejections is
+//! correlated), so it understates the uncertainty; the honest coarse bound
+//! is the bracket itself: the bound is crossed between the capacity and the
+//! next step up. The sawtooth's spread (lowest and highest offer of the
+//! period, and the offers it backed off from) is reported too.
+//!
+//! # Not steady
+//! A run is **never steady** only when one of these holds, and the report
+//! says which:
+//! - `writes-not-confirmed`: the last [`STALE_WINDOWS`] windows ran on a
+//!   write the tool had not confirmed. A target whose writes are not being
+//!   confirmed never gets a figure (with no confirmed window there is no
+//!   evidence at all); a write confirmed a window or two late is normal;
+//! - `signal-lost`, `no-traffic`: the last [`STALE_WINDOWS`] windows gave no
+//!   evidence, for that reason (the governor's own signal-loss policy acts
+//!   after 3 invalid windows too);
+//! - `windows-discarded`: none of the last `windows` windows was evidence,
+//!   each was discarded (a window or two after each change is normal);
+//! - `too-few-windows`: fewer evidence windows than `windows`;
+//! - `still-climbing`, `still-falling`, `offer-never-revisited`: no trailing
+//!   stretch is settled; the reason is the last `windows`' (the sentence
+//!   gives the halves' ranges, or the top reached once);
+//! - `offer-never-revisited` too when a period is settled but no level
+//!   within the bound was held for [`MIN_LEVEL_WINDOWS`] windows.
+//!
+//! A settled run whose every level exceeds the bound (pinned at its floor by
+//! a broken target, say) *is* steady, and is reported as saturation, not as
+//! a capacity.
+
+pub mod html;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::governor::pct;
 use crate::telemetry::WindowRecord;
+
+/// A level must hold this many evidence windows in the settled period to
+/// give a capacity figure: an offer seen once is not revisited.
+pub const MIN_LEVEL_WINDOWS: usize = 2;
+
+/// This many trailing windows without evidence end steadiness (the signal
+/// is lost, the writes hang, or every window is discarded).
+pub const STALE_WINDOWS: usize = 3;
+
+/// The longest settled period searched, in evidence windows (about 17
+/// minutes of 2 s windows). Bounds the cost of `--until-steady`'s polling.
+pub const MAX_PERIOD: usize = 512;
+
+/// The z value of the 95 % intervals.
+const Z95: f64 = 1.959_964;
 
 /// The steady-state rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SteadyRule {
-    /// Consecutive windows required.
+    /// The shortest settled period, in evidence windows.
     pub windows: usize,
-    /// Allowed relative distance of each offer from the mean (0.10 = ±10 %).
+    /// How far apart the two halves' lowest offers may lie, as a fraction
+    /// of the top offer (0.10 = ±10 %).
     pub band: f64,
 }
 
@@ -42,58 +131,459 @@ impl Default for SteadyRule {
     }
 }
 
-/// The steady stretch found in a history.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Steady {
-    /// Mean committed offer over the steady windows.
-    pub offer: f64,
-    /// Failures / attempts over the steady windows.
-    pub failure_ratio: Option<f64>,
-    /// Successful attempts per second over the steady windows.
-    pub throughput_per_sec: f64,
+impl SteadyRule {
+    /// The rule in one sentence, for the report.
+    pub fn describe(&self) -> String {
+        format!(
+            "a settled period of at least {} evidence windows (up to {MAX_PERIOD}) whose two halves reach the same top offer (within one level) and the same bottom (within ±{}% of the top), with the top revisited; the capacity is the highest offer held for at least {MIN_LEVEL_WINDOWS} windows whose pooled failure ratio is within the bound; discarded and unconfirmed windows are never evidence",
+            self.need(),
+            self.band * 100.0
+        )
+    }
+
+    fn need(&self) -> usize {
+        self.windows.max(2)
+    }
 }
 
-/// Whether the trailing windows of `history` are steady under `rule`.
-pub fn steady(history: &[WindowRecord], rule: &SteadyRule) -> Option<Steady> {
-    if rule.windows == 0 {
-        return None;
+/// A two-sided confidence interval on a ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// The confidence (0.95).
+    pub confidence: f64,
+}
+
+/// The 95 % Wilson score interval on `failures / attempts`.
+pub fn wilson(failures: f64, attempts: f64) -> Interval {
+    if attempts <= 0.0 {
+        return Interval {
+            low: 0.0,
+            high: 1.0,
+            confidence: 0.95,
+        };
     }
-    let mut tail = Vec::with_capacity(rule.windows);
-    for r in history.iter().rev() {
-        if r.attempts.is_none() || r.decision == "down" {
-            return None;
-        }
-        tail.push(r);
-        if tail.len() == rule.windows {
-            break;
-        }
+    let p = (failures / attempts).clamp(0.0, 1.0);
+    let z2 = Z95 * Z95;
+    let denom = 1.0 + z2 / attempts;
+    let centre = (p + z2 / (2.0 * attempts)) / denom;
+    let half = Z95 * (p * (1.0 - p) / attempts + z2 / (4.0 * attempts * attempts)).sqrt() / denom;
+    Interval {
+        low: if p == 0.0 {
+            0.0
+        } else {
+            (centre - half).max(0.0)
+        },
+        high: if p == 1.0 {
+            1.0
+        } else {
+            (centre + half).min(1.0)
+        },
+        confidence: 0.95,
     }
-    if tail.len() < rule.windows {
-        return None;
+}
+
+/// One level's pooled windows over the settled period.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelStats {
+    /// The mean committed offer of the level's windows (the offer itself on
+    /// an integer knob with levels of 1).
+    pub offer: f64,
+    /// The lowest offer pooled into the level.
+    pub offer_min: f64,
+    /// The highest offer pooled into the level.
+    pub offer_max: f64,
+    /// Evidence windows at this level.
+    pub windows: usize,
+    /// Resolved attempts, summed.
+    pub attempts: f64,
+    /// Failed attempts, summed.
+    pub failures: f64,
+    /// `failures / attempts`.
+    pub failure_ratio: f64,
+    /// The 95 % Wilson interval on the ratio.
+    pub interval: Interval,
+    /// Whether the pooled ratio is within the bound.
+    pub within_bound: bool,
+    /// Successful attempts per second at this level.
+    pub throughput_per_sec: Option<f64>,
+}
+
+/// The settled period found in a history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settled {
+    /// Time of the period's first window (seconds since the loop started).
+    pub from_secs: f64,
+    /// Time of its last window.
+    pub to_secs: f64,
+    /// Evidence windows in it.
+    pub windows: usize,
+    /// Its lowest committed offer (the sawtooth's trough).
+    pub offer_min: f64,
+    /// Its highest committed offer (the sawtooth's peak).
+    pub offer_max: f64,
+    /// The width of one level.
+    pub level_width: f64,
+    /// Back-offs (Downs) in it.
+    pub backoffs: usize,
+    /// The lowest offer it backed off from.
+    pub peak_min: Option<f64>,
+    /// The highest offer it backed off from.
+    pub peak_max: Option<f64>,
+}
+
+/// The evidence for a capacity figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    /// The capacity level (null when every level exceeds the bound).
+    pub capacity: Option<LevelStats>,
+    /// The lowest level above it that the period visited (null when none
+    /// was tried, at the ceiling say).
+    pub next_step_up: Option<LevelStats>,
+    /// Every level of the period, lowest first.
+    pub levels: Vec<LevelStats>,
+}
+
+/// A steady target: its settled period and what it shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Steady {
+    /// Mean committed offer over the settled period.
+    pub offer: f64,
+    /// Failures / attempts pooled over the settled period.
+    pub failure_ratio: Option<f64>,
+    /// Successful attempts per second over the settled period.
+    pub throughput_per_sec: f64,
+    /// The capacity figure: the capacity level's mean offer, rounded down
+    /// on an integer knob (null when every level exceeds the bound).
+    pub capacity: Option<f64>,
+    /// The settled period.
+    pub settled: Settled,
+    /// The capacity and its evidence.
+    pub evidence: Evidence,
+}
+
+/// Why a target is not steady.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotSteady {
+    /// A stable code: `writes-not-confirmed`, `signal-lost`, `no-traffic`,
+    /// `windows-discarded`, `too-few-windows`, `still-climbing`,
+    /// `still-falling` or `offer-never-revisited`.
+    pub reason: &'static str,
+    /// A plain sentence with the figures.
+    pub detail: String,
+}
+
+impl NotSteady {
+    fn new(reason: &'static str, detail: String) -> Self {
+        NotSteady { reason, detail }
     }
-    let holds = tail.iter().filter(|r| r.decision == "hold").count();
-    if holds * 2 < tail.len() {
-        return None;
+}
+
+/// What a window can be used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Evidence,
+    Unconfirmed,
+    SignalError,
+    Discarded,
+    NoTraffic,
+}
+
+fn use_of(r: &WindowRecord) -> Use {
+    if r.unconfirmed {
+        Use::Unconfirmed
+    } else if r.attempts.is_none() {
+        Use::SignalError
+    } else if r.discarded {
+        Use::Discarded
+    } else if r.attempts.is_some_and(|a| a <= 0.0) || r.failures.is_none() {
+        Use::NoTraffic
+    } else {
+        Use::Evidence
     }
-    let mean = tail.iter().map(|r| r.offer).sum::<f64>() / tail.len() as f64;
-    if !tail
+}
+
+/// Whether `history` ends steady under `rule` at the failure bound `high`.
+pub fn steady(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Option<Steady> {
+    assess(history, rule, high).ok()
+}
+
+/// The steady state of `history` under `rule`, or why there is none.
+pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<Steady, NotSteady> {
+    let need = rule.need();
+    stale(history, need)?;
+    // The latest evidence windows, at most MAX_PERIOD of them, oldest first.
+    let mut evidence: Vec<&WindowRecord> = history
         .iter()
-        .all(|r| (r.offer - mean).abs() <= rule.band * mean.abs())
-    {
-        return None;
+        .rev()
+        .filter(|r| use_of(r) == Use::Evidence)
+        .take(MAX_PERIOD)
+        .collect();
+    evidence.reverse();
+    if evidence.len() < need {
+        return Err(NotSteady::new(
+            "too-few-windows",
+            format!(
+                "too few windows: {} evidence windows of the {need} needed",
+                evidence.len()
+            ),
+        ));
     }
-    let attempts: f64 = tail.iter().filter_map(|r| r.attempts).sum();
-    let failures: f64 = tail.iter().filter_map(|r| r.failures).sum();
-    let secs: f64 = tail.iter().filter_map(|r| r.window_secs).sum();
-    Some(Steady {
-        offer: mean,
+    let recent = &evidence[evidence.len() - need..];
+    let top = recent.iter().map(|r| r.offer).fold(f64::MIN, f64::max);
+    let tail = &evidence[..];
+    let integer = tail.iter().all(|r| r.offer.fract() == 0.0);
+    let width = level_width(top, integer);
+    let tol_bottom = (rule.band * top.abs()).max(width);
+    let offers: Vec<f64> = tail.iter().map(|r| r.offer).collect();
+    let levels: Vec<i64> = offers.iter().map(|&o| level(o, width)).collect();
+    let mut longest = None;
+    let mut first_failure = None;
+    let n = tail.len();
+    for len in need..=n {
+        match settled(&offers[n - len..], &levels[n - len..], tol_bottom, need) {
+            Ok(()) => longest = Some(len),
+            Err(e) => {
+                first_failure.get_or_insert(e);
+            }
+        }
+    }
+    let Some(len) = longest else {
+        return Err(first_failure
+            .map(Unsettled::explain)
+            .unwrap_or_else(|| NotSteady::new("still-climbing", "no settled period".to_string())));
+    };
+    let period = &tail[tail.len() - len..];
+    let levels = pool(period, width, high);
+    let candidate = levels
+        .iter()
+        .rposition(|l| l.within_bound && l.windows >= MIN_LEVEL_WINDOWS);
+    if candidate.is_none() {
+        if let Some(l) = levels.iter().rev().find(|l| l.within_bound) {
+            return Err(NotSteady::new(
+                "offer-never-revisited",
+                format!(
+                    "offer never revisited: the highest offer within the bound, {}, held for {} window of the {MIN_LEVEL_WINDOWS} needed",
+                    short(l.offer),
+                    l.windows
+                ),
+            ));
+        }
+    }
+    let attempts: f64 = period.iter().filter_map(|r| r.attempts).sum();
+    let failures: f64 = period.iter().filter_map(|r| r.failures).sum();
+    let secs: f64 = period.iter().filter_map(|r| r.window_secs).sum();
+    let peaks: Vec<f64> = period
+        .iter()
+        .filter(|r| r.decision == "down")
+        .map(|r| r.offer)
+        .collect();
+    let settled = Settled {
+        from_secs: period[0].time_secs,
+        to_secs: period[period.len() - 1].time_secs,
+        windows: period.len(),
+        offer_min: period.iter().map(|r| r.offer).fold(f64::MAX, f64::min),
+        offer_max: period.iter().map(|r| r.offer).fold(f64::MIN, f64::max),
+        level_width: width,
+        backoffs: peaks.len(),
+        peak_min: peaks.iter().copied().reduce(f64::min),
+        peak_max: peaks.iter().copied().reduce(f64::max),
+    };
+    let capacity = candidate.map(|i| {
+        let mean = levels[i].offer;
+        if integer {
+            mean.floor()
+        } else {
+            mean
+        }
+    });
+    let evidence = Evidence {
+        capacity: candidate.map(|i| levels[i].clone()),
+        next_step_up: candidate.and_then(|i| levels.get(i + 1).cloned()),
+        levels,
+    };
+    Ok(Steady {
+        offer: period.iter().map(|r| r.offer).sum::<f64>() / period.len() as f64,
         failure_ratio: (attempts > 0.0).then(|| failures / attempts),
         throughput_per_sec: if secs > 0.0 {
             (attempts - failures) / secs
         } else {
             0.0
         },
+        capacity,
+        settled,
+        evidence,
     })
+}
+
+/// Ends steadiness when the latest windows give no evidence: the last
+/// write is still unconfirmed after [`STALE_WINDOWS`] windows, the signal is
+/// lost or idle as long, or every one of the last `need` windows was
+/// discarded (a discarded window or two after each change is normal).
+fn stale(history: &[WindowRecord], need: usize) -> Result<(), NotSteady> {
+    let last: Vec<Use> = history.iter().rev().take(need).map(use_of).collect();
+    let trailing = |u: Use| last.iter().take_while(|v| **v == u).count();
+    let unconfirmed = trailing(Use::Unconfirmed);
+    if unconfirmed >= STALE_WINDOWS {
+        return Err(NotSteady::new(
+            "writes-not-confirmed",
+            format!(
+                "writes not confirmed: the last {unconfirmed} windows ran on a write the tool had not confirmed (the offer in effect was the tool's); check the control's read-back and the admin API"
+            ),
+        ));
+    }
+    let streak = last.iter().take_while(|u| **u != Use::Evidence).count();
+    let (reason, what, limit) = match last.first() {
+        Some(Use::SignalError) => ("signal-lost", "signal lost: no valid reading", STALE_WINDOWS),
+        Some(Use::NoTraffic) => ("no-traffic", "no traffic: no resolved attempts", STALE_WINDOWS),
+        Some(Use::Discarded) => (
+            "windows-discarded",
+            "windows discarded: each straddled an offer change or fell within the signal's lag (is the lag longer than the window?)",
+            need,
+        ),
+        _ => return Ok(()),
+    };
+    if streak >= limit {
+        return Err(NotSteady::new(
+            reason,
+            format!("{what} in the last {streak} windows"),
+        ));
+    }
+    Ok(())
+}
+
+/// The width of one level: one additive probe step at `top`.
+fn level_width(top: f64, integer: bool) -> f64 {
+    let top = top.abs();
+    let w = if integer {
+        (0.02 * top).floor().max(1.0)
+    } else {
+        (0.02 * top).max((0.1 * top).min(1.0))
+    };
+    if w.is_finite() && w > 0.0 {
+        w
+    } else {
+        1.0
+    }
+}
+
+fn level(offer: f64, width: f64) -> i64 {
+    (offer / width + 1e-9).floor() as i64
+}
+
+/// How a stretch failed the test (built into a sentence only when it is
+/// reported).
+#[derive(Debug, Clone, Copy)]
+struct Unsettled {
+    reason: &'static str,
+    len: usize,
+    first: (f64, f64),
+    second: (f64, f64),
+    top: f64,
+}
+
+impl Unsettled {
+    fn explain(self) -> NotSteady {
+        let ranges = format!(
+            "over the last {} evidence windows the offer ran {}–{} in the first half and {}–{} in the second",
+            self.len,
+            short(self.first.0),
+            short(self.first.1),
+            short(self.second.0),
+            short(self.second.1)
+        );
+        let detail = match self.reason {
+            "still-climbing" => format!("still climbing: {ranges}"),
+            "still-falling" => format!("still falling: {ranges}"),
+            _ => format!(
+                "offer never revisited: the top, {}, was reached once in the last {} evidence windows",
+                short(self.top),
+                self.len
+            ),
+        };
+        NotSteady::new(self.reason, detail)
+    }
+}
+
+/// Whether a stretch is settled: its two halves reach the same top and
+/// bottom, and its top was revisited (reached in two separate visits, or
+/// held for half the rule's windows).
+fn settled(offers: &[f64], levels: &[i64], tol_bottom: f64, need: usize) -> Result<(), Unsettled> {
+    let half = offers.len() / 2;
+    let range = |s: &[f64]| {
+        s.iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &o| (lo.min(o), hi.max(o)))
+    };
+    let (lo1, hi1) = range(&offers[..half]);
+    let (lo2, hi2) = range(&offers[half..]);
+    let top_of = |s: &[i64]| s.iter().copied().max().unwrap_or(i64::MIN);
+    let (t1, t2) = (top_of(&levels[..half]), top_of(&levels[half..]));
+    let fail = |reason| Unsettled {
+        reason,
+        len: offers.len(),
+        first: (lo1, hi1),
+        second: (lo2, hi2),
+        top: hi1.max(hi2),
+    };
+    if t2 > t1 + 1 || lo2 > lo1 + tol_bottom {
+        return Err(fail("still-climbing"));
+    }
+    if t2 < t1 - 1 || lo2 < lo1 - tol_bottom {
+        return Err(fail("still-falling"));
+    }
+    // Visits to the top region (the top level and the one below it).
+    let top = t1.max(t2);
+    let (mut visits, mut run) = (0, 0);
+    for &l in levels {
+        if l >= top - 1 {
+            if run == 0 {
+                visits += 1;
+            }
+            run += 1;
+            if visits >= 2 || run * 2 >= need {
+                return Ok(());
+            }
+        } else {
+            run = 0;
+        }
+    }
+    Err(fail("offer-never-revisited"))
+}
+
+/// Pools a period's windows by level, lowest level first.
+fn pool(period: &[&WindowRecord], width: f64, high: f64) -> Vec<LevelStats> {
+    let mut by_level: std::collections::BTreeMap<i64, Vec<&WindowRecord>> = Default::default();
+    for r in period {
+        by_level.entry(level(r.offer, width)).or_default().push(r);
+    }
+    by_level
+        .into_values()
+        .map(|ws| {
+            let attempts: f64 = ws.iter().filter_map(|r| r.attempts).sum();
+            let failures: f64 = ws.iter().filter_map(|r| r.failures).sum();
+            let secs: f64 = ws.iter().filter_map(|r| r.window_secs).sum();
+            let ratio = if attempts > 0.0 {
+                failures / attempts
+            } else {
+                0.0
+            };
+            LevelStats {
+                offer: ws.iter().map(|r| r.offer).sum::<f64>() / ws.len() as f64,
+                offer_min: ws.iter().map(|r| r.offer).fold(f64::MAX, f64::min),
+                offer_max: ws.iter().map(|r| r.offer).fold(f64::MIN, f64::max),
+                windows: ws.len(),
+                attempts,
+                failures,
+                failure_ratio: ratio,
+                interval: wilson(failures, attempts),
+                within_bound: ratio <= high,
+                throughput_per_sec: (secs > 0.0).then(|| (attempts - failures) / secs),
+            }
+        })
+        .collect()
 }
 
 /// One target in the report.
@@ -103,17 +593,17 @@ pub struct TargetReport {
     pub name: String,
     /// `concurrency` or `rate`.
     pub control: &'static str,
-    /// Whether the run ended in a steady state.
+    /// Whether the run ended in a settled period (a capacity, or saturation).
     pub steady: bool,
-    /// Whether the steady figure is within the failure bound: a capacity.
+    /// Whether there is a capacity figure: a level within the failure bound.
     pub within_bound: bool,
-    /// Mean committed offer over the steady windows (null when not steady).
+    /// Mean committed offer over the settled period (null when not steady).
     pub steady_offer: Option<f64>,
     /// The declared failure bound (`high`).
     pub failure_bound: f64,
-    /// Failure ratio over the steady windows.
+    /// Failure ratio pooled over the settled period.
     pub observed_failure_ratio: Option<f64>,
-    /// Successful attempts per second over the steady windows.
+    /// Successful attempts per second over the settled period.
     pub throughput_per_sec: Option<f64>,
     /// The congestion memory at the end.
     pub last_bad: Option<f64>,
@@ -121,6 +611,21 @@ pub struct TargetReport {
     pub windows: usize,
     /// A plain sentence saying what the figure is.
     pub verdict: String,
+    /// The capacity: the highest offer whose pooled windows over the settled
+    /// period stay within the bound (null when there is none).
+    pub capacity: Option<f64>,
+    /// Why the run is not steady (a code, see the module docs), or null.
+    pub not_steady_reason: Option<&'static str>,
+    /// Why the run is not steady, in a sentence, or null.
+    pub why_not_steady: Option<String>,
+    /// The settled period (null when not steady).
+    pub settled: Option<Settled>,
+    /// The capacity's evidence: its level, the next step up, every level.
+    pub evidence: Option<Evidence>,
+    /// Windows that straddled an offer change (never evidence).
+    pub discarded_windows: usize,
+    /// Windows that ran on an unconfirmed write (never evidence).
+    pub unconfirmed_windows: usize,
     /// Per window: time, offer, attempts, failures, frac, decision.
     pub history: Vec<WindowRecord>,
 }
@@ -146,49 +651,121 @@ impl TargetReport {
         history: Vec<WindowRecord>,
         rule: &SteadyRule,
     ) -> Self {
-        let s = steady(&history, rule);
-        let within = s.is_some_and(|s| s.failure_ratio.is_some_and(|f| f <= high));
-        let verdict = match s {
-            None => format!(
-                "{name}: never became steady ({} windows); no capacity figure",
-                history.len()
+        let assessed = assess(&history, rule, high);
+        let s = assessed.as_ref().ok();
+        let capacity = s.and_then(|s| s.capacity.zip(s.evidence.capacity.as_ref()));
+        let verdict = match (&assessed, capacity) {
+            (Err(why), _) => format!(
+                "{name}: never became steady in {} window{} ({}); no capacity figure",
+                history.len(),
+                plural(history.len()),
+                why.detail
             ),
-            Some(s) if within => format!(
-                "{name}: capacity {} {control} at steady state, failure ratio {} within the bound {}",
+            (Ok(s), Some((figure, c))) => {
+                let next = match &s.evidence.next_step_up {
+                    Some(u) => format!(
+                        "; {} {} the bound at {} ({} window{})",
+                        level_offers(u),
+                        if u.within_bound { "stayed within" } else { "exceeded" },
+                        pct(u.failure_ratio),
+                        u.windows,
+                        plural(u.windows)
+                    ),
+                    None => match last_bad {
+                        Some(lb) => format!(
+                            "; no higher offer in the settled period (congestion last seen at {})",
+                            short(lb)
+                        ),
+                        None => "; no higher offer in the settled period".to_string(),
+                    },
+                };
+                format!(
+                    "{name}: capacity {} {control} at steady state, failure ratio {} within the bound {} (95% interval {}–{} over {} windows){next}",
+                    short(figure),
+                    pct(c.failure_ratio),
+                    pct(high),
+                    pct(c.interval.low),
+                    pct(c.interval.high),
+                    c.windows
+                )
+            }
+            (Ok(s), None) => format!(
+                "{name}: steady at {} {control} but the failure ratio {} exceeds the bound {} at every offer it held; this is saturation, not a capacity",
                 short(s.offer),
-                s.failure_ratio.map(crate::governor::pct).unwrap_or_default(),
-                crate::governor::pct(high)
+                s.failure_ratio.map(pct).unwrap_or("n/a".into()),
+                pct(high)
             ),
-            Some(s) => format!(
-                "{name}: steady at {} {control} but the failure ratio {} exceeds the bound {}; this is saturation, not a capacity",
-                short(s.offer),
-                s.failure_ratio.map(crate::governor::pct).unwrap_or("n/a".into()),
-                crate::governor::pct(high)
-            ),
+        };
+        let count = |u: Use| history.iter().filter(|r| use_of(r) == u).count();
+        let discarded_windows = history.iter().filter(|r| r.discarded).count();
+        let unconfirmed_windows = count(Use::Unconfirmed);
+        let (steady, why) = match assessed {
+            Ok(s) => (Some(s), None),
+            Err(w) => (None, Some(w)),
         };
         TargetReport {
             name: name.to_string(),
             control,
-            steady: s.is_some(),
-            within_bound: within,
-            steady_offer: s.map(|s| s.offer),
+            steady: steady.is_some(),
+            within_bound: steady.as_ref().is_some_and(|s| s.capacity.is_some()),
+            steady_offer: steady.as_ref().map(|s| s.offer),
             failure_bound: high,
-            observed_failure_ratio: s.and_then(|s| s.failure_ratio),
-            throughput_per_sec: s.map(|s| s.throughput_per_sec),
+            observed_failure_ratio: steady.as_ref().and_then(|s| s.failure_ratio),
+            throughput_per_sec: steady.as_ref().map(|s| s.throughput_per_sec),
             last_bad,
             windows: history.len(),
             verdict,
+            capacity: steady.as_ref().and_then(|s| s.capacity),
+            not_steady_reason: why.as_ref().map(|w| w.reason),
+            why_not_steady: why.map(|w| w.detail),
+            settled: steady.as_ref().map(|s| s.settled.clone()),
+            evidence: steady.map(|s| s.evidence),
+            discarded_windows,
+            unconfirmed_windows,
             history,
         }
     }
 }
 
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     if v.fract() == 0.0 {
         format!("{}", v as i64)
-    } else {
+    } else if v.abs() >= 10.0 {
         format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
     }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// A level's offers: one value, or the range pooled into it.
+pub(crate) fn level_offers(l: &LevelStats) -> String {
+    if l.offer_min == l.offer_max {
+        short(l.offer)
+    } else {
+        format!("{}–{}", short(l.offer_min), short(l.offer_max))
+    }
+}
+
+fn level_line(l: &LevelStats) -> String {
+    format!(
+        "{} over {} window{}: {}/{} attempts failed ({}, 95% interval {}–{})",
+        level_offers(l),
+        l.windows,
+        plural(l.windows),
+        short(l.failures.round()),
+        short(l.attempts.round()),
+        pct(l.failure_ratio),
+        pct(l.interval.low),
+        pct(l.interval.high)
+    )
 }
 
 impl Report {
@@ -196,11 +773,7 @@ impl Report {
     pub fn new(targets: Vec<TargetReport>, rule: &SteadyRule) -> Self {
         Report {
             version: env!("CARGO_PKG_VERSION"),
-            steady_rule: format!(
-                "{} consecutive valid windows with no Down, at least half of them Holds, and every offer within ±{}% of their mean",
-                rule.windows,
-                rule.band * 100.0
-            ),
+            steady_rule: rule.describe(),
             targets,
         }
     }
@@ -215,10 +788,52 @@ impl Report {
         let mut out = String::from("Capacity report\n");
         for t in &self.targets {
             let _ = writeln!(out, "  {}", t.verdict);
+            if let Some(e) = &t.evidence {
+                if let Some(c) = &e.capacity {
+                    let _ = writeln!(out, "    at the capacity: {}", level_line(c));
+                }
+                if let Some(u) = &e.next_step_up {
+                    let _ = writeln!(out, "    next step up: {}", level_line(u));
+                }
+            }
+            if let Some(s) = &t.settled {
+                let peaks = match (s.peak_min, s.peak_max) {
+                    (Some(a), Some(b)) if a == b => format!(
+                        ", backed off {} time{} from {}",
+                        s.backoffs,
+                        plural(s.backoffs),
+                        short(a)
+                    ),
+                    (Some(a), Some(b)) => format!(
+                        ", backed off {} time{} from {}–{}",
+                        s.backoffs,
+                        plural(s.backoffs),
+                        short(a),
+                        short(b)
+                    ),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "    settled over {} windows ({:.1}–{:.1} s): offer {}–{}{peaks}",
+                    s.windows,
+                    s.from_secs,
+                    s.to_secs,
+                    short(s.offer_min),
+                    short(s.offer_max)
+                );
+            }
             if let Some(tp) = t.throughput_per_sec {
                 let _ = writeln!(
                     out,
-                    "    throughput {tp:.1} successful attempts/s over the steady windows"
+                    "    throughput {tp:.1} successful attempts/s over the settled windows"
+                );
+            }
+            if t.discarded_windows + t.unconfirmed_windows > 0 {
+                let _ = writeln!(
+                    out,
+                    "    not evidence: {} discarded and {} unconfirmed windows",
+                    t.discarded_windows, t.unconfirmed_windows
                 );
             }
             if let Some(lb) = t.last_bad {
@@ -231,242 +846,40 @@ impl Report {
 
     /// One self-contained HTML page with an inline SVG chart per target.
     pub fn to_html(&self) -> String {
-        let mut out = String::new();
-        out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>throttle-governor capacity report</title>\n<style>\nbody{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}td:first-child{text-align:left}.ok{color:#176917}.bad{color:#a11}svg{border:1px solid #ddd;background:#fff}.legend span{margin-right:1.5em}\n</style></head><body>\n");
-        out.push_str("<h1>throttle-governor capacity report</h1>\n");
-        let _ = writeln!(out, "<p>Steady state: {}.</p>", esc(&self.steady_rule));
-        out.push_str("<table><tr><th>target</th><th>knob</th><th>steady</th><th>steady offer</th><th>failure bound</th><th>observed failure ratio</th><th>throughput /s</th><th>last_bad</th><th>windows</th></tr>\n");
-        for t in &self.targets {
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&t.name),
-                t.control,
-                if t.within_bound { "ok" } else { "bad" },
-                if t.steady { "yes" } else { "no" },
-                t.steady_offer.map(short).unwrap_or("&mdash;".into()),
-                crate::governor::pct(t.failure_bound),
-                t.observed_failure_ratio.map(crate::governor::pct).unwrap_or("&mdash;".into()),
-                t.throughput_per_sec.map(|v| format!("{v:.1}")).unwrap_or("&mdash;".into()),
-                t.last_bad.map(short).unwrap_or("&mdash;".into()),
-                t.windows
-            );
-        }
-        out.push_str("</table>\n");
-        for t in &self.targets {
-            let _ = writeln!(
-                out,
-                "<h2>{}</h2>\n<p class=\"{}\">{}</p>",
-                esc(&t.name),
-                if t.within_bound { "ok" } else { "bad" },
-                esc(&t.verdict)
-            );
-            out.push_str(&svg_chart(t));
-        }
-        out.push_str("</body></html>\n");
-        out
+        html::render(self)
     }
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// A report file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct ReportError {
+    /// The path.
+    pub path: String,
+    /// The I/O error.
+    #[source]
+    pub source: std::io::Error,
 }
 
-/// Offer (left axis) against attempt-failure fraction (right axis, 0-100 %).
-fn svg_chart(t: &TargetReport) -> String {
-    let (w, h, pad) = (900.0, 320.0, 50.0);
-    let pw = w - 2.0 * pad;
-    let ph = h - 2.0 * pad;
-    let hist = &t.history;
-    let tmax = hist.last().map(|r| r.time_secs).unwrap_or(1.0).max(1e-9);
-    let omax = hist
-        .iter()
-        .map(|r| r.offer.max(r.to))
-        .chain(t.last_bad)
-        .fold(1.0, f64::max)
-        * 1.1;
-    let x = |s: f64| pad + pw * s / tmax;
-    let yo = |o: f64| pad + ph * (1.0 - o / omax);
-    let yf = |f: f64| pad + ph * (1.0 - f.clamp(0.0, 1.0));
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart-{}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"offer against attempt-failure fraction\">\n",
-        esc(&t.name)
-    );
-    let _ = writeln!(svg, "<rect x=\"{pad}\" y=\"{pad}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>");
-    // Axes labels.
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#1f5fbf\">offer ({})</text>",
-        pad,
-        pad - 10.0,
-        t.control
-    );
-    let _ = writeln!(svg, "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#c0392b\" text-anchor=\"end\">attempt-failure fraction</text>", w - pad, pad - 10.0);
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
-        pad - 5.0,
-        pad + 4.0,
-        short(omax)
-    );
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\">0</text>",
-        pad - 12.0,
-        h - pad
-    );
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\">100%</text>",
-        w - pad + 4.0,
-        pad + 4.0
-    );
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.0}s</text>",
-        w - pad,
-        h - pad + 16.0,
-        tmax
-    );
-    // Failure bound (right axis) and last_bad (left axis).
-    let yb = yf(t.failure_bound);
-    let _ = writeln!(svg, "<line class=\"bound\" x1=\"{pad}\" x2=\"{}\" y1=\"{yb:.1}\" y2=\"{yb:.1}\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" fill=\"#c0392b\" text-anchor=\"end\">failure bound {}</text>", w - pad, w - pad - 4.0, yb - 4.0, crate::governor::pct(t.failure_bound));
-    if let Some(lb) = t.last_bad {
-        let y = yo(lb);
-        let _ = writeln!(svg, "<line class=\"last-bad\" x1=\"{pad}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#8e44ad\" stroke-dasharray=\"2 3\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" fill=\"#8e44ad\">last_bad {}</text>", w - pad, pad + 4.0, y - 4.0, short(lb));
-    }
-    if let Some(so) = t.steady_offer {
-        let y = yo(so);
-        let _ = writeln!(svg, "<line class=\"steady\" x1=\"{pad}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#176917\" stroke-opacity=\"0.5\"/>", w - pad);
-    }
-    let offer_pts: Vec<String> = hist
-        .iter()
-        .map(|r| format!("{:.1},{:.1}", x(r.time_secs), yo(r.offer)))
-        .collect();
-    let frac_pts: Vec<String> = hist
-        .iter()
-        .filter_map(|r| {
-            r.frac
-                .map(|f| format!("{:.1},{:.1}", x(r.time_secs), yf(f)))
-        })
-        .collect();
-    let _ = writeln!(svg, "<polyline class=\"offer\" fill=\"none\" stroke=\"#1f5fbf\" stroke-width=\"2\" points=\"{}\"/>", offer_pts.join(" "));
-    let _ = writeln!(svg, "<polyline class=\"frac\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"{}\"/>", frac_pts.join(" "));
-    svg.push_str("</svg>\n<p class=\"legend\"><span style=\"color:#1f5fbf\">&#9644; offer</span><span style=\"color:#c0392b\">&#9644; attempt-failure fraction</span><span style=\"color:#c0392b\">- - failure bound</span><span style=\"color:#8e44ad\">&middot;&middot; last_bad</span></p>\n");
-    svg
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(
-        t: f64,
-        offer: f64,
-        attempts: f64,
-        failures: f64,
-        decision: &'static str,
-    ) -> WindowRecord {
-        WindowRecord {
-            time_secs: t,
-            offer,
-            attempts: Some(attempts),
-            failures: Some(failures),
-            frac: (attempts > 0.0).then(|| failures / attempts),
-            window_secs: Some(1.0),
-            decision,
-            to: offer,
-            label: "dead-band",
+impl Report {
+    /// Writes the JSON and the HTML report where asked.
+    pub fn write_files(
+        &self,
+        json: Option<&std::path::PathBuf>,
+        html: Option<&std::path::PathBuf>,
+    ) -> Result<(), ReportError> {
+        let write = |path: &std::path::PathBuf, text: String| {
+            std::fs::write(path, text).map_err(|source| ReportError {
+                path: path.display().to_string(),
+                source,
+            })
+        };
+        if let Some(p) = json {
+            write(p, self.to_json())?;
         }
-    }
-
-    #[test]
-    fn steady_needs_n_windows_without_down_in_band() {
-        let rule = SteadyRule::default();
-        let mut h: Vec<_> = (0..10)
-            .map(|i| rec(i as f64, 100.0, 100.0, 2.0, "hold"))
-            .collect();
-        let s = steady(&h, &rule).unwrap();
-        assert_eq!(s.offer, 100.0);
-        assert_eq!(s.failure_ratio, Some(0.02));
-        assert_eq!(s.throughput_per_sec, 98.0);
-        // Nine windows are not enough.
-        assert!(steady(&h[1..], &rule).is_none());
-        // A Down in the stretch breaks it.
-        h[5].decision = "down";
-        assert!(steady(&h, &rule).is_none());
-        // An offer outside ±10 % of the mean breaks it.
-        let mut h: Vec<_> = (0..10)
-            .map(|i| rec(i as f64, 100.0, 100.0, 0.0, "hold"))
-            .collect();
-        h[9].offer = 130.0;
-        assert!(steady(&h, &rule).is_none());
-        // A steady climb (Ups, no Downs) inside the band is not a plateau.
-        let h: Vec<_> = (0..10)
-            .map(|i| rec(i as f64, 100.0 + i as f64, 100.0, 0.0, "up"))
-            .collect();
-        assert!(steady(&h, &rule).is_none());
-        // A signal error breaks it.
-        let mut h: Vec<_> = (0..10)
-            .map(|i| rec(i as f64, 100.0, 100.0, 0.0, "hold"))
-            .collect();
-        h[3].attempts = None;
-        assert!(steady(&h, &rule).is_none());
-    }
-
-    #[test]
-    fn verdict_separates_capacity_from_saturation() {
-        let rule = SteadyRule::default();
-        let good: Vec<_> = (0..12)
-            .map(|i| rec(i as f64, 40.0, 400.0, 4.0, "hold"))
-            .collect();
-        let t = TargetReport::new("a", "concurrency", 0.05, Some(48.0), good, &rule);
-        assert!(t.steady && t.within_bound);
-        assert!(t.verdict.contains("capacity 40"), "{}", t.verdict);
-
-        let sat: Vec<_> = (0..12)
-            .map(|i| rec(i as f64, 1.0, 10.0, 9.0, "hold"))
-            .collect();
-        let t = TargetReport::new("b", "concurrency", 0.05, Some(2.0), sat, &rule);
-        assert!(t.steady && !t.within_bound);
-        assert!(t.verdict.contains("not a capacity"), "{}", t.verdict);
-
-        let t = TargetReport::new("c", "rate", 0.05, None, vec![], &rule);
-        assert!(!t.steady && t.steady_offer.is_none());
-        assert!(t.verdict.contains("never became steady"));
-    }
-
-    #[test]
-    fn html_is_self_contained_with_svg() {
-        let rule = SteadyRule::default();
-        let h: Vec<_> = (0..12)
-            .map(|i| rec(i as f64, 40.0 + i as f64, 400.0, 4.0, "up"))
-            .collect();
-        let r = Report::new(
-            vec![TargetReport::new(
-                "x<y",
-                "concurrency",
-                0.05,
-                Some(48.0),
-                h,
-                &rule,
-            )],
-            &rule,
-        );
-        let html = r.to_html();
-        assert!(html.contains("<svg") && html.contains("class=\"offer\""));
-        assert!(html.contains("x&lt;y"));
-        assert!(
-            !html.contains("http://")
-                || html
-                    .matches("http://")
-                    .all(|_| html.contains("xmlns=\"http://www.w3.org/2000/svg\""))
-        );
-        assert!(!html.contains("<script src") && !html.contains("<link"));
-        let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
-        assert_eq!(json["targets"][0]["history"].as_array().unwrap().len(), 12);
+        if let Some(p) = html {
+            write(p, self.to_html())?;
+        }
+        Ok(())
     }
 }

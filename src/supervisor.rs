@@ -10,54 +10,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::Config;
-use crate::control::Actuator;
+use crate::engine::build::Builder;
+use crate::engine::BuildError;
+use crate::reload::Roster;
 use crate::report::{self, Report, SteadyRule, TargetReport};
-use crate::signal::Source;
 use crate::state::StateStore;
-use crate::target::TargetTask;
 use crate::telemetry::{server, Telemetry};
 
-/// Options of `run` beyond the config file.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// Read and decide, never write.
-    pub dry_run: bool,
-    /// Windows of history kept per target (for reports and steadiness).
-    pub history_limit: usize,
-    /// Where congestion memory is kept across restarts (opened from
-    /// `[server] state_file` by [`start`]).
-    pub state: Option<Arc<StateStore>>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            dry_run: false,
-            history_limit: crate::telemetry::HISTORY_LIMIT,
-            state: None,
-        }
-    }
-}
+pub use crate::engine::RunOptions;
 
 /// Why the controller could not start.
 #[derive(Debug, Error)]
 pub enum SupervisorError {
-    /// The HTTP client could not be built.
-    #[error("cannot build the HTTP client: {0}")]
-    Client(String),
-    /// A target's signal or control could not be built.
-    #[error("target `{target}`: {reason}")]
-    Target {
-        /// The target's name.
-        target: String,
-        /// What went wrong.
-        reason: String,
-    },
+    /// A target (or the shared HTTP client) could not be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
     /// The state file could not be read.
     #[error("{0}")]
     State(String),
@@ -77,94 +48,6 @@ pub enum SupervisorError {
     },
 }
 
-/// The shared HTTP client: pooled connections, a connect timeout, and no
-/// redirects to other hosts.
-pub fn http_client() -> Result<reqwest::Client, SupervisorError> {
-    client_builder()
-        .build()
-        .map_err(|e| SupervisorError::Client(e.to_string()))
-}
-
-/// A client for a TLS config: the shared one when it is empty.
-pub fn client_for(
-    shared: &reqwest::Client,
-    tls: &crate::auth::TlsConfig,
-) -> Result<reqwest::Client, String> {
-    if tls.is_empty() {
-        return Ok(shared.clone());
-    }
-    crate::auth::apply_tls(client_builder(), tls)
-        .map_err(|e| format!("tls: {e}"))?
-        .build()
-        .map_err(|e| format!("tls: {e}"))
-}
-
-fn client_builder() -> reqwest::ClientBuilder {
-    let policy = reqwest::redirect::Policy::custom(|attempt| {
-        let same_host = attempt
-            .previous()
-            .first()
-            .map(|first| first.host_str() == attempt.url().host_str())
-            .unwrap_or(false);
-        if attempt.previous().len() > 5 || !same_host {
-            attempt.stop()
-        } else {
-            attempt.follow()
-        }
-    });
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(2))
-        .redirect(policy)
-        .pool_idle_timeout(Duration::from_secs(30))
-        .user_agent(concat!("throttle-governor/", env!("CARGO_PKG_VERSION")))
-}
-
-/// Builds the task of every target.
-pub fn build_tasks(
-    config: &Config,
-    telemetry: &Arc<Telemetry>,
-    opts: &RunOptions,
-) -> Result<Vec<TargetTask>, SupervisorError> {
-    let client = http_client()?;
-    let mut tasks = Vec::new();
-    for t in &config.targets {
-        if t.is_group() {
-            continue; // built by crate::group
-        }
-        let err = |reason: String| SupervisorError::Target {
-            target: t.name.clone(),
-            reason,
-        };
-        let params = t.params().map_err(|e| {
-            err(e
-                .iter()
-                .map(|e| e.to_string())
-                .collect::<Vec<_>>()
-                .join("; "))
-        })?;
-        let no_tls = crate::auth::TlsConfig::default();
-        let signal_client = client_for(&client, t.signal.tls().unwrap_or(&no_tls)).map_err(&err)?;
-        let control_client =
-            client_for(&client, t.control.tls().unwrap_or(&no_tls)).map_err(&err)?;
-        let source = Source::new(&t.signal, signal_client).map_err(&err)?;
-        source.attach_push(&telemetry.push);
-        let actuator = Actuator::new(&t.control, t.knob.is_integer(), &source, control_client)
-            .map_err(|e| err(e.to_string()))?
-            .with_window(t.window);
-        tasks.push(TargetTask {
-            config: t.clone(),
-            params,
-            source,
-            actuator,
-            telemetry: telemetry.clone(),
-            dry_run: opts.dry_run,
-            state: opts.state.clone(),
-            lifecycle: Default::default(),
-        });
-    }
-    Ok(tasks)
-}
-
 /// A running controller.
 pub struct Running {
     /// Shared metrics and state.
@@ -172,11 +55,10 @@ pub struct Running {
     /// The bound telemetry address.
     pub addr: std::net::SocketAddr,
     cancel: CancellationToken,
-    targets: JoinSet<()>,
     server: tokio::task::JoinHandle<()>,
     server_cancel: CancellationToken,
     state: Option<Arc<StateStore>>,
-    roster: crate::reload::Roster,
+    roster: Roster,
 }
 
 /// Starts the server and every target; returns at once.
@@ -195,8 +77,12 @@ pub async fn start(
         }
     }
     let state = opts.state.clone();
-    let tasks = build_tasks(config, &telemetry, &opts)?;
-    let groups = crate::reload::Unit::build_groups(config, &telemetry, &opts)?;
+    let builder = Builder::new(telemetry.clone(), opts.clone())?;
+    let tasks = config
+        .targets
+        .iter()
+        .map(|t| builder.task(t))
+        .collect::<Result<Vec<_>, _>>()?;
     telemetry
         .push
         .configure(&config.server.push)
@@ -224,16 +110,9 @@ pub async fn start(
             warn!(error = %e, "Telemetry server stopped");
         }
     });
-    info!(%addr, targets = tasks.len() + groups.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
+    info!(%addr, targets = tasks.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
     let cancel = CancellationToken::new();
-    let targets = JoinSet::new();
-    let units = tasks
-        .into_iter()
-        .map(|t| crate::reload::Unit::Single(Box::new(t)))
-        .chain(groups)
-        .collect();
-    let roster =
-        crate::reload::Roster::start(config, units, &cancel, telemetry.clone(), opts.clone());
+    let roster = Roster::start(config, tasks, &cancel, builder);
     if let Some(store) = state.clone() {
         let token = cancel.child_token();
         tokio::spawn(async move {
@@ -253,7 +132,6 @@ pub async fn start(
         telemetry,
         addr,
         cancel,
-        targets,
         server,
         server_cancel,
         state,
@@ -308,7 +186,7 @@ impl Running {
         !statuses.is_empty()
             && statuses
                 .iter()
-                .all(|s| report::steady(&self.telemetry.history(&s.name), rule).is_some())
+                .all(|s| report::steady(&self.telemetry.history(&s.name), rule, s.high).is_some())
     }
 
     /// The capacity report over every target's history so far.
@@ -326,7 +204,7 @@ impl Running {
     }
 
     /// The handle [`crate::reload::watch`] reloads through.
-    pub fn reloader(&self) -> crate::reload::Roster {
+    pub fn reloader(&self) -> Roster {
         self.roster.clone()
     }
 
@@ -338,12 +216,6 @@ impl Running {
     /// Stops every target (bounded), then the server.
     pub async fn shutdown(mut self, grace: Duration) {
         self.cancel.cancel();
-        let drain = async { while self.targets.join_next().await.is_some() {} };
-        if tokio::time::timeout(grace, drain).await.is_err() {
-            warn!("Targets did not stop within {grace:?}; aborting them");
-            self.targets.abort_all();
-            while self.targets.join_next().await.is_some() {}
-        }
         self.roster.drain(grace).await;
         if let Some(store) = &self.state {
             if let Err(e) = store.flush() {

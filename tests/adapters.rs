@@ -13,8 +13,8 @@ use support::tools::{fake_goose, fake_k6, fake_locust, Served};
 use support::{get_text, target_status, wait_until};
 use throttle_governor::adapters::k6::{K6Control, K6Source};
 use throttle_governor::config::{Config, K6SignalConfig, ToolControlConfig};
-use throttle_governor::control::{Actuator, ControlError, WriteOutcome};
-use throttle_governor::signal::Source;
+use throttle_governor::control::{ControlError, WriteOutcome};
+use throttle_governor::engine::build;
 use throttle_governor::supervisor::{self, RunOptions, Running};
 
 /// Parses a config and shortens every window to `window_ms` (the Locust
@@ -23,6 +23,8 @@ fn config(targets: &str, window_ms: u64) -> Config {
     let mut c = Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{targets}")).unwrap();
     for t in &mut c.targets {
         t.window = Duration::from_millis(window_ms);
+        // The fakes serve live counters (no stats cache): no signal lag.
+        t.signal_lag = Some(Duration::ZERO);
     }
     c
 }
@@ -323,8 +325,8 @@ async fn survives_faults(mut tool: Served, name: &str, kind: &str, url: String) 
     // throttle_control_errors_total), after bounded retries.
     let t = &cfg.targets[0];
     let client = reqwest::Client::new();
-    let source = Source::new(&t.signal, client.clone()).unwrap();
-    let actuator = Actuator::new(&t.control, true, &source, client).unwrap();
+    let source = build::source(&t.signal, client.clone()).unwrap();
+    let actuator = build::actuator(&t.control, true, &source, client).unwrap();
     match actuator.write_confirmed(2.0).await {
         WriteOutcome::Failed(e) => assert_eq!(e.error_type(), "connect", "{kind}: {e}"),
         other => panic!("{kind}: a write to a down tool did not fail: {other:?}"),

@@ -99,6 +99,24 @@ fn assert_steady_near(report: &serde_json::Value, capacity: f64) {
     }
     assert!(t["observed_failure_ratio"].as_f64().unwrap() <= 0.05);
     assert!(t["throughput_per_sec"].as_f64().unwrap() > 0.0);
+    // The capacity figure and its evidence.
+    let cap = t["capacity"].as_f64().unwrap();
+    assert!(
+        (cap - capacity).abs() <= 0.25 * capacity,
+        "capacity {cap} not within ±25% of {capacity}"
+    );
+    let at = &t["evidence"]["capacity"];
+    assert!(at["windows"].as_u64().unwrap() >= 2, "{at:#}");
+    assert!(at["failure_ratio"].as_f64().unwrap() <= 0.05, "{at:#}");
+    let (lo, hi) = (
+        at["interval"]["low"].as_f64().unwrap(),
+        at["interval"]["high"].as_f64().unwrap(),
+    );
+    assert!(
+        lo <= at["failure_ratio"].as_f64().unwrap() && hi >= lo,
+        "{at:#}"
+    );
+    assert!(t["why_not_steady"].is_null() && t["settled"]["windows"].as_u64().unwrap() >= 10);
 }
 
 #[test]
@@ -133,6 +151,12 @@ fn demo_reports_not_steady_honestly() {
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(r["targets"][0]["steady"], false);
     assert!(r["targets"][0]["steady_offer"].is_null());
+    assert!(r["targets"][0]["capacity"].is_null());
+    assert_eq!(r["targets"][0]["not_steady_reason"], "too-few-windows");
+    assert!(
+        stdout.contains("too few windows"),
+        "the report must say why: {stdout}"
+    );
 }
 
 #[test]
@@ -200,16 +224,22 @@ fn check_names_every_bad_field_and_exits_2() {
     }
 }
 
-#[test]
-fn run_until_steady_against_a_standalone_sim_process() {
+/// Starts `sim` as its own process and runs `run --until-steady` against
+/// it with config/example.toml; returns the JSON report and the HTML path.
+fn run_against_sim(
+    model: &str,
+    capacity: u32,
+    ceiling: u32,
+    tag: &str,
+) -> (serde_json::Value, PathBuf) {
     let port = free_port();
     let sim = Command::new(BIN)
         .args([
             "sim",
             "--model",
-            "rejector",
+            model,
             "--capacity",
-            "50",
+            &capacity.to_string(),
             "--tick",
             "20ms",
             "--listen",
@@ -224,11 +254,12 @@ fn run_until_steady_against_a_standalone_sim_process() {
         .unwrap()
         .replace("127.0.0.1:9100", &format!("127.0.0.1:{port}"))
         .replace("127.0.0.1:9464", "127.0.0.1:0")
-        .replace("window = \"2s\"", "window = \"250ms\"");
-    let path = tmp("run.toml");
+        .replace("window = \"2s\"", "window = \"250ms\"")
+        .replace("ceiling = 256", &format!("ceiling = {ceiling}"));
+    let path = tmp(&format!("run-{tag}.toml"));
     std::fs::write(&path, cfg).unwrap();
-    let json = tmp("run.json");
-    let html = tmp("run.html");
+    let json = tmp(&format!("run-{tag}.json"));
+    let html = tmp(&format!("run-{tag}.html"));
     // Wait for the sim to listen.
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -251,12 +282,42 @@ fn run_until_steady_against_a_standalone_sim_process() {
         Duration::from_secs(60),
     );
     assert_eq!(code, Some(0), "{stderr}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (r, html)
+}
+
+#[test]
+fn run_until_steady_against_a_standalone_sim_process() {
+    let (r, html) = run_against_sim("rejector", 50, 256, "plateau");
     assert_steady_near(&r, 50.0);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg"));
     render_in_chromium(&html);
+}
+
+/// A small integer wall gives a sawtooth (10 <-> 11 or 9 10 11, back-off)
+/// with no Holds: the old rule never fired on it. The new one must give
+/// the wall as the capacity, with the failing step up as evidence.
+#[test]
+fn run_until_steady_gives_a_sawtooth_s_capacity() {
+    let (r, _) = run_against_sim("rejector", 10, 40, "sawtooth");
+    let t = &r["targets"][0];
+    let cap = t["capacity"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {}", t["verdict"]));
+    assert!(
+        (8.0..=12.0).contains(&cap),
+        "capacity {cap} not within ±20% of 10: {}",
+        t["verdict"]
+    );
+    assert!(
+        t["settled"]["backoffs"].as_u64().unwrap() >= 2,
+        "not a sawtooth: {t:#}"
+    );
+    let up = &t["evidence"]["next_step_up"];
+    assert!(up["offer"].as_f64().unwrap() > cap, "{up:#}");
+    assert_eq!(up["within_bound"], false, "{up:#}");
+    assert!(t["evidence"]["capacity"]["failure_ratio"].as_f64().unwrap() <= 0.05);
 }
 
 /// Renders the report in headless Chromium and checks the SVG chart is in
@@ -298,4 +359,15 @@ fn render_in_chromium(html: &std::path::Path) {
         points.split(' ').count() >= 10,
         "offer line is empty: {points:?}"
     );
+    // The evidence the capacity rests on is in the rendered page.
+    let evidence = dom
+        .split("class=\"evidence\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .unwrap_or_else(|| panic!("no evidence table in the rendered DOM:\n{dom}"));
+    assert!(
+        evidence.contains("<tr class=\"capacity\">"),
+        "no capacity row: {evidence}"
+    );
+    assert!(dom.contains("class=\"settled\""), "no settled period shown");
 }

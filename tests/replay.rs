@@ -35,8 +35,24 @@ impl Run {
     /// Asserts a usage/input failure that printed nothing on stdout and
     /// mentions every `needle` on stderr.
     fn assert_rejected(&self, needles: &[&str]) {
+        self.assert_rejected_after(0, needles);
+    }
+
+    /// Asserts a usage/input failure that mentions every `needle` on stderr,
+    /// after streaming exactly the rows of the `decided` lines before the
+    /// bad one (rows stream; nothing after a bad line is printed).
+    fn assert_rejected_after(&self, decided: usize, needles: &[&str]) {
         assert_eq!(self.code, 2, "{self:?}");
-        assert_eq!(self.stdout, "", "nothing on stdout may suggest success");
+        let windows: Vec<u64> = self
+            .stdout
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+                v["window"].as_u64().unwrap()
+            })
+            .collect();
+        let expected: Vec<u64> = (1..=decided as u64).collect();
+        assert_eq!(windows, expected, "only the lines before the bad one");
         for needle in needles {
             assert!(
                 self.stderr.contains(needle),
@@ -606,11 +622,11 @@ fn concurrency_rejects_a_fractional_current() {
         &["--ceiling", "10"],
         "{\"attempts\": 1, \"failures\": 0}\n{\"attempts\": 1, \"failures\": 0, \"current\": 2.5}\n",
     );
-    out.assert_rejected(&["line 2", "whole number"]);
+    out.assert_rejected_after(1, &["line 2", "whole number"]);
 }
 
 // ---------------------------------------------------------------------------
-// Rejections: exit 2, the line on stderr, nothing on stdout
+// Rejections: exit 2, the line on stderr, on stdout only the rows before it
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -661,7 +677,7 @@ fn malformed_lines_are_rejected_with_their_line_number() {
         // The bad line is line 3: two good lines before it, one after.
         let input = format!("{good}{good}{bad}\n{good}");
         let out = replay(&["--ceiling", "10"], &input);
-        out.assert_rejected(&["line 3: ", needle]);
+        out.assert_rejected_after(2, &["line 3: ", needle]);
         assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.stderr);
     }
 }
@@ -673,7 +689,7 @@ fn inconsistent_cumulative_readings_are_rejected() {
 {"attempts_total": 205, "failures_total": 30}
 "#;
     let out = replay(&["--ceiling", "10"], input);
-    out.assert_rejected(&["line 3: ", "since line 2", "failures grew by 20"]);
+    out.assert_rejected_after(2, &["line 3: ", "since line 2", "failures grew by 20"]);
     let out = replay(
         &["--ceiling", "10"],
         "{\"attempts_total\": 5, \"failures_total\": 6}\n",
@@ -700,7 +716,8 @@ fn invalid_utf8_is_rejected_with_its_line() {
     drop(input);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "only line 1's row: {stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("line 2"), "{stderr}");
 }
@@ -772,4 +789,198 @@ fn robust_profile_needs_evidence_before_backing_off() {
     let robust = replay(&["--ceiling", "100", "--profile", "robust"], input).rows();
     assert_eq!(robust[0]["decision"], "hold", "{robust:?}");
     assert_eq!(robust[0]["reason"], "gathering", "{robust:?}");
+}
+
+// ---------------------------------------------------------------------------
+// Streaming, exact floats and bounds (issues 14 and 16)
+// ---------------------------------------------------------------------------
+
+/// Each row arrives before the next line is written: a write-one/read-one
+/// driver over a pipe, as beside a live tool. Bounded: every read waits at
+/// most 10 s, and the child is killed on any failure.
+#[test]
+fn rows_stream_one_per_line_over_a_pipe() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let mut child = Command::new(BIN)
+        .args(["replay", "--ceiling", "100"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut input = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let lines = [
+        ("{\"attempts\": 100, \"failures\": 0}", "up", 2),
+        ("{\"attempts\": 100, \"failures\": 0}", "up", 4),
+        ("{\"attempts\": 100, \"failures\": 50}", "down", 2),
+        ("{\"attempts\": 0, \"failures\": 0}", "hold", 2),
+    ];
+    let mut failure = None;
+    for (i, (text, decision, to)) in lines.iter().enumerate() {
+        // The input stays open: only a streaming replay can answer now.
+        if writeln!(input, "{text}")
+            .and_then(|()| input.flush())
+            .is_err()
+        {
+            failure = Some(format!("line {}: the replay closed its input", i + 1));
+            break;
+        }
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(row) => {
+                let v: Value = serde_json::from_str(&row).unwrap();
+                if v["window"] != json!(i + 1)
+                    || v["decision"] != json!(decision)
+                    || v["to"] != json!(to)
+                {
+                    failure = Some(format!("line {}: unexpected row {row}", i + 1));
+                    break;
+                }
+            }
+            Err(_) => {
+                failure = Some(format!("line {}: no row within 10 s of writing it", i + 1));
+                break;
+            }
+        }
+    }
+    if failure.is_some() {
+        let _ = child.kill();
+    }
+    drop(input);
+    let status = child.wait().unwrap();
+    let _ = reader.join();
+    if let Some(f) = failure {
+        panic!("{f}");
+    }
+    assert!(status.success(), "{status}");
+    assert!(rx.try_recv().is_err(), "no row beyond the input's lines");
+}
+
+/// A whole file gives the same rows streamed as decided at once.
+#[test]
+fn a_whole_file_streams_the_same_rows() {
+    let input = "{\"attempts\": 100, \"failures\": 0}\n\n{\"attempts\": 100, \"failures\": 7}\n{\"attempts\": 100, \"failures\": 0, \"current\": 30}\n";
+    let out = replay(&["--ceiling", "100"], input);
+    assert_eq!(
+        out.stdout,
+        "{\"window\":1,\"attempts\":100,\"failures\":0,\"frac\":0,\"current\":1,\"decision\":\"up\",\"to\":2,\"mode\":\"climbing\",\"reason\":null,\"last_bad\":null,\"clean_streak\":0,\"memory_cleared\":false}\n\
+         {\"window\":3,\"attempts\":100,\"failures\":7,\"frac\":0.07,\"current\":2,\"decision\":\"down\",\"to\":1,\"mode\":\"backing-off\",\"reason\":null,\"last_bad\":2,\"clean_streak\":0,\"memory_cleared\":false}\n\
+         {\"window\":4,\"attempts\":100,\"failures\":0,\"frac\":0,\"current\":30,\"decision\":\"up\",\"to\":31,\"mode\":\"probing\",\"reason\":null,\"last_bad\":2,\"clean_streak\":1,\"memory_cleared\":false}\n"
+    );
+}
+
+/// A `current` of 1e12 with 50 % failures backs off from the ceiling, not
+/// to 5e11, and says that it clamped.
+#[test]
+fn an_out_of_bounds_current_is_clamped_and_said() {
+    for control in ["concurrency", "rate"] {
+        let out = replay(
+            &["--control", control, "--ceiling", "100"],
+            "{\"attempts\": 100, \"failures\": 50, \"current\": 1000000000000}\n",
+        );
+        let rows = out.rows();
+        assert_eq!(rows.len(), 1);
+        assert_ne!(rows[0]["to"], json!(500_000_000_000u64), "{control}");
+        assert_eq!(
+            brief(&rows[0]),
+            json!([100, "down", 50, "backing-off", null, 100]),
+            "{control}"
+        );
+        assert_eq!(
+            rows[0]["clamped_from"],
+            json!(1_000_000_000_000u64),
+            "{control}"
+        );
+        assert!(
+            out.stderr.contains("line 1: `current` 1000000000000 lies outside [floor, ceiling] = [1, 100]; clamped to 100"),
+            "{control}: {}",
+            out.stderr
+        );
+    }
+    // Below the floor: clamped up to it.
+    let out = replay(
+        &["--control", "rate", "--ceiling", "100", "--floor", "2"],
+        "{\"attempts\": 100, \"failures\": 0, \"current\": 0.5}\n",
+    );
+    let rows = out.rows();
+    assert_eq!(
+        (rows[0]["current"].clone(), rows[0]["clamped_from"].clone()),
+        (json!(2), json!(0.5))
+    );
+    // Within bounds: no key, no warning.
+    let out = replay(
+        &["--ceiling", "100"],
+        "{\"attempts\": 100, \"failures\": 50, \"current\": 100}\n",
+    );
+    assert!(!out.stdout.contains("clamped_from"), "{}", out.stdout);
+    assert_eq!(out.stderr, "");
+}
+
+/// Floats are read exactly (serde_json's `float_roundtrip`): a value 1 ulp
+/// above a short decimal is not read as that decimal.
+#[test]
+fn floats_are_read_exactly() {
+    let out = replay(
+        &["--control", "rate", "--ceiling", "1000"],
+        "{\"attempts\": 100, \"failures\": 0, \"current\": 182.01600000000002}\n",
+    );
+    assert!(
+        out.stdout.contains("\"current\":182.01600000000002,"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The reclimb no longer stalls when the tool reads back a hair below the
+/// safe zone: last_bad 242.68800000000002 puts 0.75 last_bad 1 ulp above
+/// 182.016, which a 2-decimal tool reports. Every later line gives that
+/// read-back; the offer must keep rising.
+#[test]
+fn a_rounding_read_back_does_not_stall_the_reclimb() {
+    let mut input =
+        String::from("{\"attempts\": 100, \"failures\": 50, \"current\": 242.68800000000002}\n");
+    for _ in 0..5 {
+        input.push_str("{\"attempts\": 100, \"failures\": 0, \"current\": 182.016}\n");
+    }
+    let out = replay(&["--control", "rate", "--ceiling", "1000"], &input);
+    let rows = out.rows();
+    for r in &rows[1..] {
+        assert_eq!(r["decision"], json!("up"), "{r}");
+        let (from, to) = (r["current"].as_f64().unwrap(), r["to"].as_f64().unwrap());
+        assert!(to - from >= 1.0, "a real move, not 1 ulp: {r}");
+    }
+}
+
+/// A tool that truncates a rate to 2 decimals, with `--resolution 0.01`:
+/// the reclimb's last hair (0.0045) is below the knob's step, so the probe
+/// applies at once; a bad resolution is a usage error naming the flag.
+#[test]
+fn a_configured_resolution_turns_a_sub_step_up_into_the_probe() {
+    let input = "{\"attempts\": 100, \"failures\": 50, \"current\": 100.006}\n\
+                 {\"attempts\": 100, \"failures\": 0, \"current\": 75}\n";
+    let args = ["--control", "rate", "--ceiling", "1000"];
+    let plain = replay(&args, input).rows();
+    assert_eq!(
+        plain[1]["to"],
+        json!(0.75 * 100.006),
+        "a real (if small) move"
+    );
+    let mut with = args.to_vec();
+    with.extend(["--resolution", "0.01"]);
+    let rows = replay(&with, input).rows();
+    assert_eq!(rows[1]["to"], json!(75.0 + 0.02 * 100.006), "{:?}", rows[1]);
+    replay(&["--control", "rate", "--resolution", "0"], "")
+        .assert_rejected(&["`resolution` must be a finite number > 0"]);
 }

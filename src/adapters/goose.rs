@@ -35,8 +35,11 @@ use crate::control::ControlError;
 use crate::signal::http::root_cause;
 use crate::signal::{Counters, SignalError};
 
+crate::counter_source!(GooseSource, has_offer = |_| false);
+crate::knob_api!(GooseControl);
+
 /// The most users Goose's controller accepts.
-pub const MAX_USERS: usize = 100_000;
+pub const MAX_USERS: usize = crate::config::limits::GOOSE_MAX_USERS;
 
 /// One controller answer.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]

@@ -44,6 +44,9 @@ use crate::config::{K6SignalConfig, ToolControlConfig};
 use crate::control::ControlError;
 use crate::signal::{Counters, SignalError};
 
+crate::counter_source!(K6Source, has_offer = |_| false);
+crate::knob_api!(K6Control);
+
 /// The detail k6 v2 answers to any live VU change.
 pub const V2_REFUSAL: &str = "live VU configuration updates are not supported";
 
@@ -51,12 +54,7 @@ pub const V2_REFUSAL: &str = "live VU configuration updates are not supported";
 pub const NO_EXTERNAL_EXECUTOR: &str = "externally-controlled executor needs to be configured";
 
 /// Whether `name` is a valid k6 metric name.
-pub fn is_metric_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && name.len() <= 128
-}
+pub use crate::config::limits::is_k6_metric_name as is_metric_name;
 
 /// One metric's `attributes`, or `None` when k6 has not observed it yet.
 pub fn parse_metric(status: u16, body: &str, id: &str) -> Result<Option<Value>, SignalError> {

@@ -38,11 +38,14 @@ use crate::control::ControlError;
 use crate::signal::http::fetch_text;
 use crate::signal::{Counters, SignalError};
 
+crate::counter_source!(LocustSource, has_offer = |_| true);
+crate::knob_api!(LocustControl);
+
 /// How long Locust caches `/stats/requests`.
-pub const STATS_CACHE: Duration = Duration::from_secs(2);
+pub const STATS_CACHE: Duration = crate::config::limits::LOCUST_STATS_CACHE;
 
 /// How often Locust's workers report their stats to the master.
-pub const WORKER_REPORT_INTERVAL: Duration = Duration::from_secs(3);
+pub const WORKER_REPORT_INTERVAL: Duration = crate::config::limits::LOCUST_WORKER_REPORT_INTERVAL;
 
 /// What one `/stats/requests` answer says.
 #[derive(Debug, Clone, PartialEq)]

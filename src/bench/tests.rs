@@ -96,11 +96,19 @@ fn simulate_rounds_offers_down_and_records_the_truth() {
     let trace = simulate(&mut Fixed(cap + 10.7), cfg, 10);
     assert!(trace.offers.iter().all(|&o| o == cap + 10.0));
     assert!(trace.capacity.iter().all(|&c| c == cap));
-    // Exactly the excess is rejected: 10 workers * 10 attempts.
+    // The excess is rejected: 10 of cap + 10 workers, with Poisson attempts
+    // and binomial failures around that share.
+    let (n, f): (u64, u64) = (trace.attempts.iter().sum(), trace.failures.iter().sum());
+    let share = 10.0 / (cap + 10.0);
     assert!(
-        trace.failures.iter().all(|&f| f == 100),
-        "{:?}",
+        (f as f64 / n as f64 - share).abs() < 0.3 * share,
+        "{f} of {n}: {:?}",
         trace.failures
+    );
+    assert!(
+        trace.attempts.windows(2).any(|w| w[0] != w[1]),
+        "Poisson attempts vary: {:?}",
+        trace.attempts
     );
     assert_eq!(trace.memory_clears, None);
 }
@@ -218,22 +226,24 @@ fn table_names_every_row_and_the_goals() {
     let report = run(&fast_plan());
     let text = render_table(&report);
     for row in &report.rows {
-        let needle = format!(
-            "| {:<10} | {:<15} |",
-            row.model.name(),
-            row.controller.name()
-        );
-        assert!(text.contains(&needle), "{needle} missing:\n{text}");
+        let found = text.lines().any(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            cells.len() > 3 && cells[1] == row.model.name() && cells[2] == row.controller.name()
+        });
+        assert!(found, "{} {} missing:\n{text}", row.model, row.controller);
     }
     assert!(text.contains("The robust profile's goals"));
     let g = goals(&report);
     assert_eq!(g.len(), ModelKind::ALL.len());
     for goal in &g {
-        let fragile = matches!(
-            goal.model,
-            ModelKind::Cliff | ModelKind::Rejector | ModelKind::Knee | ModelKind::Step
+        assert!(
+            goal.within_slack.is_some(),
+            "every model is held to the default"
         );
-        assert_eq!(goal.within_slack.is_some(), fragile);
+        assert_eq!(
+            goal.met,
+            goal.has_fewest_failed && goal.within_slack == Some(true)
+        );
     }
 }
 
@@ -278,7 +288,9 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
     let (dg, df) = g.vs_default.unwrap();
     assert!((dg - (0.93 / 0.95 - 1.0)).abs() < 1e-12);
     assert!((df - 0.04).abs() < 1e-12);
-    assert_eq!(g.within_slack, Some(true));
+    // 0.93 is 2.1 % below the default's 0.95: outside the 2 % slack.
+    assert_eq!(g.within_slack, Some(false));
+    assert!(!g.met);
 }
 
 #[test]
@@ -308,4 +320,134 @@ fn trace_prints_every_window_of_one_seed() {
     assert_eq!(oracle[30]["offer"], (0.95 * cap / 2.0).floor());
     assert_eq!(oracle[89]["window"], 89);
     assert_eq!(text, render_trace(&plan, 5), "deterministic");
+}
+
+/// The goals per model of a full bench run (every model, every controller).
+fn goals_at(windows: usize, seeds: u64) -> Vec<Goal> {
+    let plan = BenchArgs {
+        seeds,
+        windows,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    goals(&run(&plan))
+}
+
+/// Which models miss the robust profile's goal, with the numbers that say why.
+fn misses(goals: &[Goal]) -> Vec<String> {
+    goals
+        .iter()
+        .filter(|g| !g.met)
+        .map(|g| {
+            format!(
+                "{}: goodput {:.3}, failed {:.0}, fewest {:?}, vs default {:?}",
+                g.model, g.robust_goodput, g.robust_failed, g.fewest_failed, g.vs_default
+            )
+        })
+        .collect()
+}
+
+/// Issue 14's goal, from the bench itself: at 150 windows, on every model,
+/// the robust profile reaches 0.90 of the oracle's goodput, has the fewest
+/// failed attempts of all controllers that do, and stays within 2 % of the
+/// default's goodput.
+#[test]
+fn the_robust_profile_meets_the_goal_on_every_model_at_150_windows() {
+    for seeds in [30, 100] {
+        let goals = goals_at(150, seeds);
+        assert_eq!(goals.len(), ModelKind::ALL.len());
+        let missed = misses(&goals);
+        assert!(missed.is_empty(), "150 windows, {seeds} seeds: {missed:#?}");
+    }
+}
+
+/// At 600 windows AIMD's slow additive climb reaches 0.90 too, and its
+/// failures are lower than robust's on four models (robust's opening slow
+/// start overshoots once, and its probes keep finding the wall): this pins
+/// what is true today, by name, so that a change either way is seen.
+#[test]
+fn at_600_windows_the_goal_holds_except_on_four_named_models() {
+    let expected_misses = [
+        ModelKind::Warming,
+        ModelKind::Metastable,
+        ModelKind::RetryChurn,
+        ModelKind::FastFail,
+    ];
+    for seeds in [30, 100] {
+        let goals = goals_at(600, seeds);
+        for g in &goals {
+            let expected = !expected_misses.contains(&g.model);
+            assert_eq!(g.met, expected, "600 windows, {seeds} seeds: {g:?}");
+            // Where it misses, it is on failures against AIMD, never on
+            // goodput or against the default.
+            assert!(g.reaches_goodput && g.within_slack == Some(true), "{g:?}");
+            if !expected {
+                assert_eq!(
+                    g.fewest_failed.map(|f| f.0),
+                    Some(ControllerKind::Aimd),
+                    "{g:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The advice detector, fed the default governor's windows on each bench
+/// model: what it says, per model, for seeds 1..=10.
+fn advice_on(model: ModelKind) -> Vec<Option<crate::governor::advice::Signature>> {
+    use crate::governor::advice::{AdviceWindow, Advisor};
+    use crate::governor::ThrottleGovernor;
+    use crate::sim::model::TargetModel;
+    (1..=10)
+        .map(|seed| {
+            let cfg = model_config(model, seed, 150);
+            let mut m = TargetModel::new(cfg).unwrap();
+            let mut g = ThrottleGovernor::new(params());
+            let mut a = Advisor::new(g.params());
+            let mut said = None;
+            for _ in 0..150 {
+                let offer = g.state().current;
+                let r = m.tick(offer.floor());
+                let o = g.step(r.attempts as f64, r.failures as f64);
+                if let Some(advice) = a.observe(AdviceWindow {
+                    attempts: r.attempts as f64,
+                    failures: r.failures as f64,
+                    offer,
+                    decision: o.decision,
+                }) {
+                    said.get_or_insert(advice.signature);
+                }
+            }
+            said
+        })
+        .collect()
+}
+
+#[test]
+fn advice_names_the_signatures_robust_handles_and_is_quiet_elsewhere() {
+    use crate::governor::advice::Signature;
+    // Where robust does not help, the default is left alone.
+    for model in [
+        ModelKind::Cliff,
+        ModelKind::Rejector,
+        ModelKind::Knee,
+        ModelKind::Warming,
+        ModelKind::Drift,
+    ] {
+        let said = advice_on(model);
+        assert!(said.iter().all(Option::is_none), "{model}: {said:?}");
+    }
+    // Where it does, the advice comes in at least 8 of 10 seeds, and the
+    // model's own signature is the one named most.
+    for (model, sig) in [
+        (ModelKind::Noisy, Signature::TinySamples),
+        (ModelKind::Lagged, Signature::LaggedFailures),
+        (ModelKind::Bursts, Signature::LoadIndependentBursts),
+    ] {
+        let said = advice_on(model);
+        let given = said.iter().filter(|s| s.is_some()).count();
+        let named = said.iter().filter(|s| **s == Some(sig)).count();
+        assert!(given >= 8 && 2 * named > given, "{model}: {said:?}");
+    }
 }

@@ -13,6 +13,8 @@ use crate::auth::Credentials;
 use crate::config::{HttpControlConfig, ReadBackConfig};
 use crate::signal::http::root_cause;
 
+crate::knob_api!(HttpWriter);
+
 /// Longest body kept from an error response, for the log.
 const ERROR_BODY_CHARS: usize = 200;
 /// Largest read-back body accepted.
@@ -62,6 +64,14 @@ impl HttpWriter {
             credentials: Credentials::resolve(&cfg.auth)
                 .map_err(|e| ControlError::Config(format!("auth: {e}")))?,
         })
+    }
+
+    /// The templated knob has no read-back of its own: it is confirmed
+    /// through `[control.read_back]` or the signal's offer gauge.
+    pub async fn committed(&self) -> Result<f64, ControlError> {
+        Err(ControlError::Config(
+            "the http control reads back through read_back or signal.offer".into(),
+        ))
     }
 
     /// Sends one write of `value`.

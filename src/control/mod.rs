@@ -8,8 +8,11 @@
 //! assumed to have landed.
 //!
 //! What it may touch: the network, always with a timeout. It never decides:
-//! the target loop decides, then hands the value here on a separate task.
+//! the engine decides, then hands the value to the one writer task
+//! ([`crate::engine`]), which calls [`Actuator::write_confirmed`].
 //!
+//! - [`KnobApi`]: what every control kind implements (send a write, read
+//!   the committed value); [`Actuator`] confirms over any of them.
 //! - [`http`]: the generic templated HTTP write and JSON read-back.
 //! - Tool controls (Locust, k6, Goose) live in [`crate::adapters`], one
 //!   file per tool; each writes through the tool's own API and reads the
@@ -17,12 +20,12 @@
 
 pub mod http;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::config::ControlConfig;
-use crate::signal::{SignalError, Source};
+use crate::signal::{BoxFuture, CounterSource, SignalError};
 
 /// Why a write or read-back failed.
 #[derive(Debug, Error)]
@@ -123,145 +126,95 @@ impl WriteOutcome {
     }
 }
 
+/// Where offers go: one implementation per control kind (the templated
+/// HTTP knob, and each tool adapter). It only sends and reads; the
+/// [`Actuator`] confirms.
+pub trait KnobApi: Send + Sync + std::fmt::Debug {
+    /// Sends one write of `value` (no confirmation: the Actuator confirms).
+    fn write(&self, value: f64) -> BoxFuture<'_, Result<(), ControlError>>;
+    /// Reads the committed value once, from the tool's own report.
+    fn committed(&self) -> BoxFuture<'_, Result<f64, ControlError>>;
+}
+
+/// Implements [`KnobApi`] for a type with inherent `async fn write(&self,
+/// f64)` and `async fn committed(&self)` of the trait's shapes.
+#[macro_export]
+macro_rules! knob_api {
+    ($ty:ty) => {
+        impl $crate::control::KnobApi for $ty {
+            fn write(
+                &self,
+                value: f64,
+            ) -> $crate::signal::BoxFuture<'_, Result<(), $crate::control::ControlError>> {
+                Box::pin(<$ty>::write(self, value))
+            }
+            fn committed(
+                &self,
+            ) -> $crate::signal::BoxFuture<'_, Result<f64, $crate::control::ControlError>> {
+                Box::pin(<$ty>::committed(self))
+            }
+        }
+    };
+}
+
 /// Where the committed offer is read from.
 #[derive(Debug, Clone)]
-enum ReadBack {
+pub enum ReadBack {
+    /// A JSON read-back endpoint (`[control.read_back]`).
     Http(http::JsonReadBack),
-    Signal(Box<Source>),
-    /// The tool adapter that writes also reads back.
-    Tool,
+    /// The signal's offer gauge (`signal.offer`).
+    Signal(Arc<dyn CounterSource>),
+    /// The knob itself reads back (the tool adapters).
+    Knob,
 }
 
-/// What sends a write.
-#[derive(Debug, Clone)]
-enum Writer {
-    Http(http::HttpWriter),
-    Locust(crate::adapters::locust::LocustControl),
-    K6(crate::adapters::k6::K6Control),
-    Goose(crate::adapters::goose::GooseControl),
+/// How hard a write is confirmed.
+#[derive(Debug, Clone, Copy)]
+pub struct Confirm {
+    /// Read-backs per write.
+    pub confirm_attempts: u32,
+    /// Pause between read-backs.
+    pub confirm_interval: Duration,
+    /// Writes before giving up.
+    pub write_attempts: u32,
 }
 
-impl Writer {
-    async fn write(&self, value: f64) -> Result<(), ControlError> {
-        match self {
-            Writer::Http(w) => w.write(value).await,
-            Writer::Locust(l) => l.write(value).await,
-            Writer::K6(k) => k.write(value).await,
-            Writer::Goose(g) => g.write(value).await,
-        }
-    }
-
-    async fn committed(&self) -> Result<f64, ControlError> {
-        match self {
-            Writer::Http(_) => Err(ControlError::Config(
-                "the http control reads back through read_back or signal.offer".into(),
-            )),
-            Writer::Locust(l) => l.committed().await,
-            Writer::K6(k) => k.committed().await,
-            Writer::Goose(g) => g.committed().await,
-        }
-    }
-}
-
-/// Writes offers for one target and confirms them.
+/// Writes offers for one target and confirms them. It owns the read-back
+/// rule ([`Actuator::matches`]): a write counts only once the tool reports it.
 #[derive(Debug, Clone)]
 pub struct Actuator {
-    writer: Writer,
+    knob: Arc<dyn KnobApi>,
     read_back: ReadBack,
     integer: bool,
-    confirm_attempts: u32,
-    confirm_interval: Duration,
-    write_attempts: u32,
+    confirm: Confirm,
 }
 
 impl Actuator {
-    /// Builds the actuator; `signal` serves as read-back when the control has none.
+    /// An actuator over `knob`, confirmed through `read_back`.
     pub fn new(
-        cfg: &ControlConfig,
+        knob: Arc<dyn KnobApi>,
+        read_back: ReadBack,
         integer: bool,
-        signal: &Source,
-        client: reqwest::Client,
-    ) -> Result<Self, ControlError> {
-        let h = match cfg {
-            ControlConfig::Http(h) => h,
-            tool => return Ok(Self::tool(tool, integer, client)),
-        };
-        let read_back = match &h.read_back {
-            Some(rb) => {
-                let creds = crate::auth::Credentials::resolve(&h.auth)
-                    .map_err(|e| ControlError::Config(format!("auth: {e}")))?;
-                ReadBack::Http(http::JsonReadBack::new(
-                    rb,
-                    h.timeout,
-                    creds,
-                    client.clone(),
-                ))
-            }
-            None if signal.has_offer() => ReadBack::Signal(Box::new(signal.clone())),
-            None => {
-                return Err(ControlError::Config(
-                    "no read-back: give [control.read_back] or signal.offer".into(),
-                ))
-            }
-        };
-        Ok(Actuator {
-            writer: Writer::Http(http::HttpWriter::new(h, integer, client)?),
+        confirm: Confirm,
+    ) -> Self {
+        Actuator {
+            knob,
             read_back,
             integer,
-            confirm_attempts: h.confirm_attempts,
-            confirm_interval: h.confirm_interval,
-            write_attempts: h.write_attempts,
-        })
-    }
-
-    /// A tool adapter's actuator: it writes and reads back through the tool.
-    fn tool(cfg: &ControlConfig, integer: bool, client: reqwest::Client) -> Self {
-        use crate::adapters::{goose, k6, locust};
-        let window = crate::config::TargetConfig::default_window();
-        let (writer, confirm_attempts, confirm_interval, write_attempts) = match cfg {
-            ControlConfig::Locust(l) => (
-                Writer::Locust(locust::LocustControl::new(l, window, client)),
-                l.confirm_attempts,
-                l.confirm_interval,
-                l.write_attempts,
-            ),
-            ControlConfig::K6(k) => (
-                Writer::K6(k6::K6Control::new(k, client)),
-                k.confirm_attempts,
-                k.confirm_interval,
-                k.write_attempts,
-            ),
-            ControlConfig::Goose(g) => (
-                Writer::Goose(goose::GooseControl::new(g)),
-                g.confirm_attempts,
-                g.confirm_interval,
-                g.write_attempts,
-            ),
-            ControlConfig::Http(_) => unreachable!("http is built by Actuator::new"),
-        };
-        Actuator {
-            writer,
-            read_back: ReadBack::Tool,
-            integer,
-            confirm_attempts,
-            confirm_interval,
-            write_attempts,
+            confirm,
         }
     }
 
-    /// Tells the actuator the target's window (Locust sizes its default
-    /// spawn rate so a new user count lands within about one window).
-    pub fn with_window(mut self, window: Duration) -> Self {
-        if let Writer::Locust(l) = &mut self.writer {
-            l.set_window(window);
-        }
-        self
+    /// Whether the committed offer is read by a request of its own (else it
+    /// comes with the signal's counters, as `Counters::offer`).
+    pub fn reads_separately(&self) -> bool {
+        !matches!(self.read_back, ReadBack::Signal(_))
     }
 
     /// Reads the committed offer once.
     pub async fn committed(&self) -> Result<f64, ControlError> {
         match &self.read_back {
-            ReadBack::Tool => self.writer.committed().await,
+            ReadBack::Knob => self.knob.committed().await,
             ReadBack::Http(rb) => rb.read().await,
             ReadBack::Signal(source) => {
                 let c = source.read().await?;
@@ -278,9 +231,10 @@ impl Actuator {
 
     /// Writes `value` and confirms it by read-back, with bounded retries.
     pub async fn write_confirmed(&self, value: f64) -> WriteOutcome {
+        let c = self.confirm;
         let mut last = WriteOutcome::Failed(ControlError::Config("no write attempted".into()));
-        for attempt in 1..=self.write_attempts {
-            if let Err(e) = self.writer.write(value).await {
+        for attempt in 1..=c.write_attempts {
+            if let Err(e) = self.knob.write(value).await {
                 let permanent = matches!(
                     e,
                     ControlError::AboveMax { .. } | ControlError::Unsupported(_)
@@ -289,12 +243,12 @@ impl Actuator {
                 if permanent {
                     break; // Retrying cannot help; report it now.
                 }
-                tokio::time::sleep(self.confirm_interval).await;
+                tokio::time::sleep(c.confirm_interval).await;
                 continue;
             }
             let mut committed = None;
             let mut error = None;
-            for _ in 0..self.confirm_attempts {
+            for _ in 0..c.confirm_attempts {
                 match self.committed().await {
                     Ok(v) if self.matches(v, value) => {
                         return WriteOutcome::Confirmed { attempts: attempt }
@@ -302,7 +256,7 @@ impl Actuator {
                     Ok(v) => committed = Some(v),
                     Err(e) => error = Some(e),
                 }
-                tokio::time::sleep(self.confirm_interval).await;
+                tokio::time::sleep(c.confirm_interval).await;
             }
             last = WriteOutcome::Unconfirmed { committed, error };
         }

@@ -1,6 +1,6 @@
 //! The `robust` profile: an opt-in layer over the rules of `GOVERNOR.md`
-//! for targets whose windows are small, whose failures arrive late, or
-//! whose capacity moves.
+//! for targets whose windows are small, whose failures arrive late or come
+//! in bursts whatever the load, or whose capacity moves.
 //!
 //! Why it exists: the default rules assume the most fragile target and one
 //! window of clean, immediate evidence. `throttle-governor bench` shows where
@@ -10,17 +10,14 @@
 //! 1. **Tiny samples** (`noisy`): one background failure among about 30
 //!    attempts crosses 5 %, so the default backs off on windows with no
 //!    overload at all.
-//! 2. **Delayed failures** (`lagged`, `metastable`): failures keep arriving
-//!    for a window after an overshoot. Each further Down then lowers
-//!    `last_bad` to an offer that was actually safe, the memory clears at
-//!    that low point, and slow start doubles straight back into the wall.
-//! 3. **After a memory clear**: slow start's doubling overshoots the
-//!    capacity by up to ×2.
-//! 4. **Probing a wall** (`cliff`, `metastable`, and the dead band of
-//!    `rejector`): slow start's first overshoot reaches ×2, the additive
-//!    probe re-enters the overload every few windows for as long as the run
-//!    lasts, and a probe that lands in the dead band stays there, failing up
-//!    to `high` of its attempts for good.
+//! 2. **Delayed failures** (`lagged`, `metastable`, `retry-churn`): failures
+//!    keep arriving for a window or two after an overshoot. Each further
+//!    Down then lowers `last_bad` to an offer that was actually safe.
+//! 3. **Load-independent bursts** (`bursts`): a burst is taken for
+//!    congestion, and the reclimb from the back-off takes many windows.
+//! 4. **Sitting in the dead band** (`rejector`, `fast-fail`, long runs): a
+//!    probe that lands between `low` and `high` stays there, failing up to
+//!    `high` of its attempts for good.
 //!
 //! What it may touch: only its parent, [`crate::governor`]; like it, no
 //! clock and no I/O.
@@ -28,57 +25,65 @@
 //! This module never changes the default path: [`ThrottleGovernor::step`]
 //! calls it only for [`Profile::Robust`](super::Profile::Robust), and it
 //! keeps its own memory ([`RobustState`]). Everything it does not mention is
-//! `GOVERNOR.md` unchanged: the thresholds, the back-off factor
-//! `clamp(1 - frac, 0.25, 0.9)`, the probe size
+//! `GOVERNOR.md` unchanged: the thresholds, the slow start's doubling, the
+//! back-off factor `clamp(1 - frac, 0.25, 0.9)`, the probe size
 //! `max(1, 0.02 last_bad)`, the memory clear after
 //! [`MEMORY_CLEAR_STREAK`](super::MEMORY_CLEAR_STREAK) clean verdicts at or
-//! above `last_bad`, the mode labels and the integer rounding.
+//! above `last_bad`, the mode labels, the integer rounding and the knob's
+//! resolution ([`super::exact`]).
 //!
 //! # The rules
-//! **Evidence (fixes 1).** Windows are pooled from the last verdict on, and
-//! a pool gives a verdict only when it carries enough evidence:
+//! **A minimum sample (fixes 1).** Windows are pooled from the last verdict
+//! on, and a pool gives a verdict only when it carries enough evidence
+//! (otherwise the window holds, reason `gathering`):
 //! - *enough attempts*: at least `1 / low` of them (100 at `low = 1 %`), the
 //!   fewest for which a single failure can still leave a window clean; the
 //!   pooled fraction is then *clean* below `low`, else in the dead band; or
-//! - a *significant breach*: over every window at the current offer (since
-//!   the last movement), a one-sided exact binomial test rejects "the
-//!   failure probability is at most `high`" at [`EVIDENCE_ALPHA`] (1 %): one
-//!   failure among 30 attempts is no breach, six are. Only a significant
-//!   breach backs off; a pool above `high` that is not significant is
-//!   judged as the dead band; or
+//! - a *significant breach*: a one-sided exact binomial test rejects "the
+//!   failure probability is at most `high`" at [`EVIDENCE_ALPHA`] (1 %),
+//!   over this window alone or over the last [`BREACH_WINDOWS`] (8) windows
+//!   at the current offer (recent windows, never every window since the last
+//!   move, so early clean windows do not hide rising failures). One failure
+//!   among 30 attempts is no breach, six are. Only a significant breach backs
+//!   off; a pool above `high` that is not significant is judged as the dead
+//!   band; or
 //! - in slow start (`last_bad` unset), a *clean window* on its own: climbing
 //!   on thin evidence stays as fast as the default's.
 //!
-//! Otherwise the window holds (reason `gathering`).
-//!
-//! **Settling (fixes 2).** The window right after a Down may still carry the
-//! previous offer's failures. It is not pooled and decides nothing (reason
+//! **Decreases act at once, then settle (fixes 2).** A significant breach
+//! backs off at once. The window right after a Down may still carry the
+//! previous offer's failures: it is not pooled and decides nothing (reason
 //! `settling`), unless it is a significant breach worse than the one that
-//! caused the Down (the overload is growing, as retries make it in
-//! `metastable`); then it backs off again. Within one congestion episode
-//! (Downs with no Up and no clean verdict between them) `last_bad` keeps the
-//! highest offer, so a later Down never lowers it to an offer that was
-//! safe. Once a settle window has shown a breach (failures outlast a Down:
-//! lag or retries), the window right after an Up settles too, except that a
-//! significant breach there backs off at once.
+//! caused the Down (the overload is growing, as retries make it); then it
+//! backs off again. Within one congestion episode (Downs with no Up and no
+//! clean verdict between them) `last_bad` keeps the highest offer, so a
+//! later Down never lowers it to an offer that was safe. The fast reclimb
+//! after a Down stops at the last offer seen clean before that Down when it
+//! is below the default's safe zone `0.75 last_bad`.
 //!
-//! **Re-probe (fixes 3).** After a memory clear, an Up adds
-//! [`REPROBE_START`] (2 %) of the offer at which the memory cleared, and the
-//! increment doubles with every further Up until the next Down, never faster
-//! than slow start. The overshoot past a new capacity is then about the last
-//! increment instead of ×2.
+//! **Telling bursts from congestion (fixes 3).** A breach of at least
+//! [`BURST_MIN_FRAC`] (20 %) after [`BURST_STEADY`] (2) verdicts at the same
+//! offer without a breach, and with no Up that could have caused it, still
+//! backs off; its settle window then tests it. If the fraction did not fall
+//! with the offer (it stays above [`BURST_NOT_FALLING`], 70 %, of the
+//! breach's), the failures are not congestion; if the window is clean at
+//! once, the burst is over. Either way the offer returns to where it was,
+//! with the congestion memory as it was before the Down. A real capacity
+//! drop shows itself again at the old offer, with an Up just before, and is
+//! then backed off as congestion.
 //!
-//! **Probing a wall (fixes 4).**
-//! - The opening slow start grows by [`SLOW_START_GROWTH`] (×1.5) instead of
-//!   ×2: its first overshoot is at most 1.5 times the last clean offer.
-//! - The fast reclimb after a Down stops at the last offer seen clean before
-//!   that Down when it is below the default's safe zone `0.75 last_bad`
-//!   (after an overshoot, the safe zone itself can be an overload).
-//! - An *additive* Up (a probe, or a re-probe) whose first verdict is not
-//!   clean is undone: the offer returns to where the probe started (a Down,
-//!   labelled `backing-off`, with `last_bad` set to the probed offer), on a
-//!   breach too, unless the default back-off goes lower. A larger Up whose
-//!   first verdict is in the dead band backs off by [`BAND_BACK_OFF`] (×0.9).
+//! **Leaving the dead band (fixes 4).**
+//! - An *additive* Up (a probe, or a re-probe) whose first verdict is in the
+//!   dead band above [`BAND_RETREAT_ABOVE`] (40 %) of `high`, or is a
+//!   breach, is undone: the offer returns to where the probe started (a
+//!   Down, labelled `backing-off`, with `last_bad` set to the probed offer),
+//!   unless the default back-off goes lower. A larger Up whose first verdict
+//!   is in the dead band above that share backs off by [`BAND_BACK_OFF`]
+//!   (×0.9).
+//! - Failing a little for good (dead band at or below that share) is held,
+//!   as the default holds it, for [`BAND_PATIENCE`] (12) verdicts; then the
+//!   offer steps down one probe. On a smooth knee the band costs little
+//!   goodput; on a rejector it is pure failure.
 //! - Back at an offer after such a return, a verdict significantly above
 //!   `low` is a breach: the offer was clean there, so something the probe
 //!   left behind (retries, a backlog) keeps failing, and only a real back-off
@@ -86,12 +91,16 @@
 //! - After a failed additive probe, the next one waits for twice as many
 //!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`]; reason
 //!   `dwelling`). A probe that stays clean, or a memory clear, resets the
-//!   wait to one. On a stable target the probes into the wall thin out
-//!   geometrically; a capacity that rises makes probes succeed and the pace
-//!   returns.
+//!   wait to one.
 //!
-//! The cost, measured by `throttle-governor bench`: slower convergence, and
-//! in short runs slower recovery after a capacity rise (docs/BENCHMARKS.md).
+//! **After a memory clear**, an Up adds [`REPROBE_START`] (25 %) of the
+//! offer at which the memory cleared, and the increment doubles with every
+//! further Up until the next Down, never faster than slow start: a capacity
+//! that came back is found in a few windows, with an overshoot of about the
+//! last increment instead of ×2.
+//!
+//! What it costs and where it still loses, measured by
+//! `throttle-governor bench`, is in docs/BENCHMARKS.md.
 
 use super::{
     memory_clear_step, no_traffic, Decision, Evidence, HoldReason, Mode, Outcome, Signal,
@@ -103,22 +112,29 @@ use super::{
 /// called a breach at most 1 % of the time.
 pub const EVIDENCE_ALPHA: f64 = 0.01;
 /// The first re-probe increment after a memory clear, as a share of the
-/// offer at which the memory cleared.
-pub const REPROBE_START: f64 = 0.02;
+/// offer at which the memory cleared (25 %).
+pub const REPROBE_START: f64 = 0.25;
 /// The most consecutive clean verdicts an additive probe waits for.
 pub const MAX_DWELL: u32 = 32;
 /// The Down after a non-additive Up whose first verdict is in the dead
 /// band: the default's smallest back-off factor.
 pub const BAND_BACK_OFF: f64 = 0.9;
-/// Growth per clean verdict of the opening slow start.
-pub const SLOW_START_GROWTH: f64 = 1.5;
-
-/// Which movement the settle window follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Settle {
-    AfterUp,
-    AfterDown,
-}
+/// A probe that lands in the dead band is undone only above this share of
+/// `high`.
+pub const BAND_RETREAT_ABOVE: f64 = 0.4;
+/// A breach at least this large (20 %) after steady windows is
+/// tested for a load-independent burst.
+pub const BURST_MIN_FRAC: f64 = 0.2;
+/// Verdicts at an offer without a breach before a breach there counts as
+/// unprovoked.
+pub const BURST_STEADY: u32 = 2;
+/// A settle window whose fraction stays above this share of the breach's
+/// did not fall with the offer: a burst, not congestion.
+pub const BURST_NOT_FALLING: f64 = 0.7;
+/// Dead-band verdicts in a row at one offer before it steps down a probe.
+pub const BAND_PATIENCE: u32 = 12;
+/// Windows at the current offer that the breach test pools.
+pub const BREACH_WINDOWS: usize = 8;
 
 /// The robust layer's own memory, beside the default [`super::State`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -134,8 +150,13 @@ pub struct RobustState {
     offer_attempts: f64,
     /// Failures at the current offer.
     offer_failures: f64,
-    /// Set right after a movement: the next window settles.
-    settle: Option<Settle>,
+    /// The last [`BREACH_WINDOWS`] windows at the current offer, as
+    /// (attempts, failures), oldest overwritten first.
+    offer_recent: [(f64, f64); BREACH_WINDOWS],
+    /// How many of `offer_recent` are filled.
+    offer_len: usize,
+    /// Set right after a Down: the next window settles.
+    settle: bool,
     /// The fraction that caused the last Down.
     last_down_frac: f64,
     /// The next re-probe increment, while re-probing after a memory clear.
@@ -153,11 +174,14 @@ pub struct RobustState {
     /// Set by a Down, cleared by an Up or a clean verdict: further Downs
     /// belong to the same congestion episode.
     in_episode: bool,
-    /// Whether failures have been seen to outlast a Down (delayed failures,
-    /// retries): from then on, Ups settle too.
-    lag_seen: bool,
     /// Consecutive clean verdicts at the current offer.
     clean_run: u32,
+    /// Set by a Down on an unprovoked breach, until its settle window.
+    burst: Option<Burst>,
+    /// Consecutive verdicts at the current offer that were no breach.
+    calm_run: u32,
+    /// Consecutive dead-band verdicts at the current offer.
+    band_run: u32,
     /// Clean verdicts the next additive probe waits for.
     dwell: u32,
 }
@@ -170,7 +194,9 @@ impl Default for RobustState {
             pool_windows: 0,
             offer_attempts: 0.0,
             offer_failures: 0.0,
-            settle: None,
+            offer_recent: [(0.0, 0.0); BREACH_WINDOWS],
+            offer_len: 0,
+            settle: false,
             last_down_frac: 0.0,
             reprobe: None,
             last_clean: None,
@@ -179,8 +205,10 @@ impl Default for RobustState {
             fresh_up: false,
             retreated: false,
             in_episode: false,
-            lag_seen: false,
             clean_run: 0,
+            burst: None,
+            calm_run: 0,
+            band_run: 0,
             dwell: 1,
         }
     }
@@ -194,9 +222,12 @@ impl RobustState {
     }
 
     fn moved(&mut self) {
+        self.calm_run = 0;
+        self.band_run = 0;
         self.empty_pool();
         self.offer_attempts = 0.0;
         self.offer_failures = 0.0;
+        self.offer_len = 0;
         self.clean_run = 0;
     }
 
@@ -311,6 +342,24 @@ enum Verdict {
     },
     /// Hold with this reason; nothing else changes.
     Hold(HoldReason),
+    /// The settle window after a Down on a burst: the failures did not
+    /// fall with the offer, or vanished at once. Return to the offer
+    /// before the burst, with the memory as it was.
+    /// `true` when the failures were seen not to fall: the burst may go on,
+    /// and its next window is tested again.
+    BurstOver(Burst, bool),
+}
+
+/// A Down on a breach that came without more load, pending its test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Burst {
+    /// The offer before the Down.
+    from: f64,
+    /// The breach's fraction.
+    frac: f64,
+    /// `last_bad` and the clean streak before the Down.
+    last_bad: Option<f64>,
+    clean_streak: u32,
 }
 
 /// What the robust decision does besides the raw decision.
@@ -322,6 +371,8 @@ enum Move {
     Additive,
     /// A failed additive probe, undone.
     Retreat,
+    /// A step down out of a lasting dead band.
+    Settle,
 }
 
 impl ThrottleGovernor {
@@ -329,7 +380,7 @@ impl ThrottleGovernor {
     /// settle window belonged to the old offer.
     pub(super) fn robust_offer_changed(&mut self) {
         self.robust.moved();
-        self.robust.settle = None;
+        self.robust.settle = false;
         self.robust.additive_from = None;
         self.robust.fresh_up = false;
     }
@@ -348,12 +399,14 @@ impl ThrottleGovernor {
             threshold: Some(threshold(window_frac, p.high, p.low)),
         };
 
-        let verdict = match self.robust.settle.take() {
-            Some(after) => self.settle(after, attempts, failures),
-            None => self.pool(attempts, failures),
+        let verdict = if std::mem::take(&mut self.robust.settle) {
+            self.settle(attempts, failures)
+        } else {
+            self.pool(attempts, failures)
         };
         let (judgement, evidence) = match verdict {
             Verdict::Hold(reason) => return self.hold(reason, Some(signal), false),
+            Verdict::BurstOver(burst, ongoing) => return self.burst_over(burst, ongoing, signal),
             Verdict::Decide {
                 judgement,
                 evidence,
@@ -382,13 +435,26 @@ impl ThrottleGovernor {
             if additive_from.is_some() {
                 self.robust.dwell = 1;
             }
-        } else {
+        }
+        let steady = self.robust.calm_run;
+        self.robust.calm_run = match judgement {
+            Judgement::Breach(_) => 0,
+            _ => self.robust.calm_run + 1,
+        };
+        self.robust.band_run = match judgement {
+            Judgement::Band(_) => self.robust.band_run + 1,
+            _ => 0,
+        };
+        if !clean {
             self.robust.clean_run = 0;
         }
 
         let mut memory_cleared = false;
         if let Some(bad) = self.state.last_bad {
-            let (streak, clear) = memory_clear_step(self.state.clean_streak, clean && from >= bad);
+            let (streak, clear) = memory_clear_step(
+                self.state.clean_streak,
+                clean && self.at_or_above(from, bad),
+            );
             self.state.clean_streak = streak;
             if clear {
                 self.state.last_bad = None;
@@ -399,7 +465,7 @@ impl ThrottleGovernor {
         }
 
         let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up);
-        let decision = p.round(raw, from);
+        let decision = p.round(self.exact_up(raw, from), from);
         if kind == Move::Retreat && decision != Decision::Hold {
             self.robust.retreated = true;
         }
@@ -415,10 +481,29 @@ impl ThrottleGovernor {
                     Some(prev) if self.robust.in_episode => prev.max(from),
                     _ => from,
                 };
+                // A large breach after steady clean windows, with no move
+                // that could have caused it, may not be congestion at all:
+                // the settle window tells.
+                self.robust.burst = match judgement {
+                    Judgement::Breach(f)
+                        if f >= BURST_MIN_FRAC
+                            && steady >= BURST_STEADY
+                            && kind == Move::Plain
+                            && !fresh_up =>
+                    {
+                        Some(Burst {
+                            from,
+                            frac: f,
+                            last_bad: self.state.last_bad,
+                            clean_streak: self.state.clean_streak,
+                        })
+                    }
+                    _ => None,
+                };
                 self.state.last_bad = Some(bad);
                 self.state.current = to;
                 self.robust.moved();
-                self.robust.settle = Some(Settle::AfterDown);
+                self.robust.settle = true;
                 self.robust.last_down_frac = frac;
                 self.robust.reprobe = None;
                 if !self.robust.in_episode {
@@ -444,9 +529,6 @@ impl ThrottleGovernor {
                 self.state.current = to;
                 self.robust.moved();
                 self.robust.in_episode = false;
-                if self.robust.lag_seen {
-                    self.robust.settle = Some(Settle::AfterUp);
-                }
                 if kind == Move::Additive {
                     self.robust.additive_from = Some(from);
                 }
@@ -470,37 +552,58 @@ impl ThrottleGovernor {
         outcome
     }
 
-    /// The settle window right after a movement: a Down on a significant
-    /// breach (any after an Up; a worse one after a Down), else a hold.
-    fn settle(&mut self, after: Settle, attempts: f64, failures: f64) -> Verdict {
+    /// The settle window right after a Down: a burst's test, or a Down on
+    /// a significant breach worse than the one that caused the Down, else a
+    /// hold.
+    fn settle(&mut self, attempts: f64, failures: f64) -> Verdict {
         let p = self.params;
         let frac = failures / attempts;
-        let breach = significant_breach(failures, attempts, p.high);
-        if after == Settle::AfterDown && breach {
-            self.robust.lag_seen = true;
+        if let Some(burst) = self.robust.burst.take() {
+            // Congestion answers a lower offer with fewer failures; a burst
+            // does not care, and a one-window burst is simply over.
+            if frac < p.low {
+                return Verdict::BurstOver(burst, false);
+            }
+            if frac >= BURST_NOT_FALLING * burst.frac {
+                return Verdict::BurstOver(burst, true);
+            }
         }
-        let judgement = match after {
-            Settle::AfterUp if breach => Some(Judgement::Breach(frac)),
-            // A probe that is not clean at once is undone at once.
-            Settle::AfterUp
-                if self.robust.additive_from.is_some()
-                    && frac >= p.low
-                    && attempts * p.low >= 1.0 =>
-            {
-                Some(Judgement::Band(frac))
-            }
-            Settle::AfterDown if breach && frac > self.robust.last_down_frac => {
-                Some(Judgement::Breach(frac))
-            }
-            _ => None,
-        };
-        match judgement {
-            Some(judgement) => Verdict::Decide {
-                judgement,
+        if significant_breach(failures, attempts, p.high) && frac > self.robust.last_down_frac {
+            return Verdict::Decide {
+                judgement: Judgement::Breach(frac),
                 evidence: None,
-            },
-            None => Verdict::Hold(HoldReason::Settling),
+            };
         }
+        Verdict::Hold(HoldReason::Settling)
+    }
+
+    /// Returns to the offer before a burst's Down, with the memory as it
+    /// was: the failures were not the offer's doing.
+    fn burst_over(&mut self, burst: Burst, ongoing: bool, signal: Signal) -> Outcome {
+        let p = self.params;
+        let from = self.state.current;
+        self.state.last_bad = burst.last_bad;
+        self.state.clean_streak = burst.clean_streak;
+        self.robust.in_episode = false;
+        self.robust.empty_pool();
+        let target = burst.from.min(p.ceiling);
+        let decision = p.round(Decision::Up(target), from);
+        let Decision::Up(to) = decision else {
+            return self.hold(HoldReason::Settling, Some(signal), false);
+        };
+        let mode = match self.state.last_bad {
+            None => Mode::Climbing,
+            Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
+            Some(_) => Mode::Probing,
+        };
+        self.state.current = to;
+        self.robust.moved();
+        if ongoing {
+            // A burst shown not to follow the offer: its next window at the
+            // old offer is tested again, not taken as congestion.
+            self.robust.calm_run = BURST_STEADY;
+        }
+        self.outcome(decision, from, to, Some(mode), None, signal, false)
     }
 
     /// Adds a window to the pools and says whether they give a verdict.
@@ -510,8 +613,21 @@ impl ThrottleGovernor {
         r.pool_attempts += attempts;
         r.pool_failures += failures;
         r.pool_windows += 1;
-        r.offer_attempts += attempts;
-        r.offer_failures += failures;
+        // The breach test looks at recent windows at this offer, not at
+        // every window since the last move: early clean windows must not
+        // hide failures that are rising now.
+        let slot = r.offer_len % BREACH_WINDOWS;
+        r.offer_recent[slot] = (attempts, failures);
+        r.offer_len += 1;
+        let filled = r.offer_len.min(BREACH_WINDOWS);
+        r.offer_attempts = r.offer_recent[..filled].iter().map(|w| w.0).sum();
+        r.offer_failures = r.offer_recent[..filled].iter().map(|w| w.1).sum();
+        if significant_breach(failures, attempts, p.high) {
+            return Verdict::Decide {
+                judgement: Judgement::Breach(failures / attempts),
+                evidence: None,
+            };
+        }
         let (n, f) = (r.pool_attempts, r.pool_failures);
         let evidence = (r.pool_windows > 1).then_some(Evidence {
             attempts: n,
@@ -586,6 +702,19 @@ impl ThrottleGovernor {
                 };
                 return (d, kind);
             }
+            Judgement::Band(f) if f <= BAND_RETREAT_ABOVE * p.high => {
+                // Failing a little for good costs failures without goodput
+                // on a target that rejects the excess: after a while in the
+                // band, step down by one probe.
+                if r.band_run >= BAND_PATIENCE {
+                    let step = self.state.last_bad.map_or(1.0, |b| (0.02 * b).max(1.0));
+                    let target = (from - step).max(p.floor);
+                    if target < from {
+                        return (Decision::Down(target), Move::Settle);
+                    }
+                }
+                return (Decision::Hold, Move::Plain);
+            }
             Judgement::Band(_) => {
                 return match additive_from {
                     Some(start) if start < from => {
@@ -607,7 +736,7 @@ impl ThrottleGovernor {
         }
         let (target, kind) = match (self.state.last_bad, r.reprobe) {
             // The opening slow start: the default's doubling.
-            (None, None) => ((from * SLOW_START_GROWTH).max(from + 1.0), Move::Plain),
+            (None, None) => ((from * 2.0).max(from + 1.0), Move::Plain),
             // Re-probing after a memory clear.
             (None, Some(inc)) => ((from * 2.0).max(from + 1.0).min(from + inc), Move::Additive),
             (Some(bad), _) => {

@@ -362,12 +362,15 @@ fn slow_start_adds_at_least_one() {
         decide(0.0, 1.0, HIGH, LOW, 0.0, 100.0, None),
         Decision::Up(2.0)
     );
-    // An outside writer may set 0 even though the floor is 1; a clean
-    // window then climbs to 1, never stays at 0.
+    // An outside writer may set 0 even though the floor is 1: the committed
+    // offer is clamped to the floor (issue 16), and a clean window climbs.
     let p = Params::new(Control::Concurrency, Some(10.0), 1.0, None, HIGH, None).unwrap();
     let mut g = ThrottleGovernor::new(p);
-    g.set_current(0.0);
-    assert_eq!(g.step(10.0, 0.0).decision, Decision::Up(1.0));
+    assert_eq!(
+        g.set_current(0.0),
+        Committed::Clamped { from: 0.0, to: 1.0 }
+    );
+    assert_eq!(g.step(10.0, 0.0).decision, Decision::Up(2.0));
     // A floor of 0 is rejected outright: at 0 there is no traffic to learn from.
     for control in CONTROLS {
         let err = Params::new(control, Some(10.0), 0.0, None, HIGH, None).unwrap_err();
@@ -497,12 +500,13 @@ fn back_off_never_goes_below_the_floor() {
 #[test]
 fn clean_at_or_above_the_ceiling_holds_at_ceiling() {
     for control in CONTROLS {
+        // An outside value above the ceiling is clamped to it (issue 16).
         for (current, last_bad) in [(100.0, None), (100.0, Some(120.0)), (150.0, None)] {
             let mut g = governor_at(control, 100.0, 1.0, current, last_bad);
             let out = g.step(100.0, 0.0);
             assert_eq!(out.decision, Decision::Hold, "{control} at {current}");
             assert_eq!(out.reason, Some(HoldReason::AtCeiling), "{control}");
-            assert_eq!(out.to, current, "{control}: an outside value is not fought");
+            assert_eq!(out.to, 100.0, "{control}: clamped into [floor, ceiling]");
             assert_eq!(out.mode, None);
         }
     }
@@ -868,6 +872,7 @@ fn params_defaults() {
             start: 1.0,
             high: 0.05,
             low: 0.01,
+            resolution: None,
         }
     );
     let p = Params::new(Control::Rate, None, 2.5, None, 0.1, None).unwrap();
@@ -1330,7 +1335,13 @@ fn check_run(p: Params, events: &[Event]) -> Result<(), TestCaseError> {
         // Step 3, modelled independently.
         let mut expect_cleared = false;
         if let Some(bad) = model_last_bad {
-            let evidence = frac < p.low && before.current >= bad;
+            // Offers compare at the knob's resolution (governor::exact).
+            let evidence = frac < p.low
+                && if integral {
+                    before.current >= bad
+                } else {
+                    before.current > bad - RATE_RELATIVE_RESOLUTION * bad
+                };
             if evidence {
                 model_streak += 1;
                 if model_streak == 3 {
@@ -1379,7 +1390,12 @@ fn check_run(p: Params, events: &[Event]) -> Result<(), TestCaseError> {
                 prop_assert_eq!(out.reason, Some(reason), "{}", ctx);
                 match reason {
                     HoldReason::AtFloor => prop_assert!(out.from <= p.floor, "{}", ctx),
-                    HoldReason::AtCeiling => prop_assert!(out.from >= p.ceiling, "{}", ctx),
+                    // At the ceiling, at the knob's resolution.
+                    HoldReason::AtCeiling => prop_assert!(
+                        out.from >= p.ceiling - RATE_RELATIVE_RESOLUTION * out.from,
+                        "{}",
+                        ctx
+                    ),
                     _ => {}
                 }
             }
@@ -1406,6 +1422,21 @@ fn check_run(p: Params, events: &[Event]) -> Result<(), TestCaseError> {
                 p.ceiling,
                 memory_for_decide,
             );
+            // An Up below the resolution becomes the probe (governor::exact).
+            let raw = match raw {
+                Decision::Up(t)
+                    if t - before.current < RATE_RELATIVE_RESOLUTION * before.current =>
+                {
+                    let probe = memory_for_decide.map_or(1.0, |b: f64| (0.02 * b).max(1.0));
+                    let t = (before.current + probe).min(p.ceiling);
+                    if t - before.current >= RATE_RELATIVE_RESOLUTION * before.current {
+                        Decision::Up(t)
+                    } else {
+                        Decision::Hold
+                    }
+                }
+                other => other,
+            };
             prop_assert_eq!(out.decision, raw, "{}", ctx);
         }
     }

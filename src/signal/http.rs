@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::SignalError;
 
 /// Default limit on a response body: 16 MiB.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+pub const DEFAULT_MAX_BODY_BYTES: usize = crate::config::limits::DEFAULT_MAX_BODY_BYTES;
 
 /// GETs `request` and returns the body as text, within `timeout` and `max_bytes`.
 pub async fn fetch_text(

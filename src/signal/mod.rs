@@ -10,24 +10,30 @@
 //! What it may touch: the network (through the shared HTTP client), always
 //! with a timeout and a body-size limit.
 //!
-//! - [`exposition`]: our Prometheus/OpenMetrics text parser (why not
-//!   `prometheus-parse`: it silently drops valid samples; see its docs).
-//! - [`selector`]: PromQL instant-vector selectors, summed over series.
+//! - [`exposition`] and [`selector`]: re-exported from [`crate::promtext`],
+//!   where the pure text parsing lives.
 //! - [`prometheus`]: scraping a text endpoint.
 //! - [`http`]: the bounded HTTP fetch shared by every source.
 //! - Tool-specific sources (Locust, k6, Goose) live in [`crate::adapters`],
-//!   one file per tool beside that tool's control.
+//!   one file per tool beside that tool's control; each implements
+//!   [`CounterSource`]. Which one a target uses is decided once, in
+//!   [`crate::engine::build`].
 //! - [`promql`]: instant queries against a Prometheus-compatible API.
 //! - [`push`]: Prometheus text pushed to the controller, Pushgateway-style.
-//! - [`token`]: bearer tokens from files or environment variables.
+//! - [`token`]: bearer tokens from files or environment variables
+//!   (re-exported from [`crate::auth`]).
 
-pub mod exposition;
 pub mod http;
 pub mod prometheus;
 pub mod promql;
 pub mod push;
-pub mod selector;
-pub mod token;
+pub use crate::auth::token;
+pub use crate::promtext::{exposition, selector};
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -44,8 +50,9 @@ pub struct Counters {
     pub successes_form: bool,
     /// The committed offer, when the source exposes it.
     pub offer: Option<f64>,
-    /// How far the counters may trail the load (the source's own estimate); None when the source cannot tell.
-    pub lag: Option<std::time::Duration>,
+    /// How far the counters may trail the load (the source's own estimate);
+    /// None when the source cannot tell.
+    pub lag: Option<Duration>,
 }
 
 impl Counters {
@@ -114,76 +121,44 @@ impl SignalError {
     }
 }
 
-/// A configured source of counters.
-// One per target, built once at start-up: the size of the Prometheus
-// variant (its compiled selectors) costs nothing worth a Box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Source {
-    /// Prometheus text scrape.
-    Prometheus(prometheus::PrometheusSource),
-    /// Locust's web UI stats.
-    Locust(crate::adapters::locust::LocustSource),
-    /// k6's REST API metrics.
-    K6(crate::adapters::k6::K6Source),
-    /// Goose's WebSocket controller metrics.
-    Goose(crate::adapters::goose::GooseSource),
-    /// Instant PromQL queries.
-    Promql(promql::PromqlSource),
-    /// Pushed Prometheus text.
-    Push(push::PushSource),
-}
+/// A boxed, sendable future: what the stage traits return, so that the
+/// engine can hold any source or knob behind one `Arc<dyn ...>`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-impl Source {
-    /// Builds the source for a target's signal config.
-    pub fn new(cfg: &crate::config::SignalConfig, client: reqwest::Client) -> Result<Self, String> {
-        match cfg {
-            crate::config::SignalConfig::Prometheus(p) => Ok(Source::Prometheus(
-                prometheus::PrometheusSource::new(p, client)?,
-            )),
-            crate::config::SignalConfig::Locust(l) => Ok(Source::Locust(
-                crate::adapters::locust::LocustSource::new(l, client),
-            )),
-            crate::config::SignalConfig::K6(k) => {
-                Ok(Source::K6(crate::adapters::k6::K6Source::new(k, client)))
-            }
-            crate::config::SignalConfig::Goose(g) => {
-                Ok(Source::Goose(crate::adapters::goose::GooseSource::new(g)))
-            }
-            crate::config::SignalConfig::Promql(q) => {
-                Ok(Source::Promql(promql::PromqlSource::new(q, client)?))
-            }
-            crate::config::SignalConfig::Push(p) => Ok(Source::Push(push::PushSource::new(p)?)),
-        }
-    }
+/// Where a target's counters come from: one implementation per signal kind
+/// (Prometheus scrape, PromQL, push, and each tool adapter).
+pub trait CounterSource: Send + Sync + fmt::Debug {
+    /// Reads the cumulative counters once (bounded in time by the source).
+    fn read(&self) -> BoxFuture<'_, Result<Counters, SignalError>>;
 
-    /// Reads the counters once.
-    pub async fn read(&self) -> Result<Counters, SignalError> {
-        match self {
-            Source::Prometheus(p) => p.read().await,
-            Source::Locust(l) => l.read().await,
-            Source::K6(k) => k.read().await,
-            Source::Goose(g) => g.read().await,
-            Source::Promql(q) => q.read().await,
-            Source::Push(p) => p.read().await,
-        }
-    }
-
-    /// Whether the source can report the committed offer.
-    pub fn has_offer(&self) -> bool {
-        match self {
-            Source::Prometheus(p) => p.has_offer(),
-            Source::Locust(_) => true,
-            Source::K6(_) | Source::Goose(_) => false,
-            Source::Promql(_) | Source::Push(_) => false,
-        }
-    }
-
-    /// Connects a push source to the controller's push endpoint (a no-op
-    /// for every other kind). Call it once per built source.
-    pub fn attach_push(&self, store: &push::PushStore) {
-        if let Source::Push(p) = self {
-            store.register(p.inbox());
-        }
+    /// Whether the counters carry the committed offer (`Counters::offer`).
+    fn has_offer(&self) -> bool {
+        false
     }
 }
+
+/// Implements [`CounterSource`] for a type with an inherent
+/// `async fn read(&self) -> Result<Counters, SignalError>`.
+#[macro_export]
+macro_rules! counter_source {
+    ($ty:ty, has_offer = $offer:expr) => {
+        impl $crate::signal::CounterSource for $ty {
+            fn read(
+                &self,
+            ) -> $crate::signal::BoxFuture<
+                '_,
+                Result<$crate::signal::Counters, $crate::signal::SignalError>,
+            > {
+                Box::pin(<$ty>::read(self))
+            }
+            fn has_offer(&self) -> bool {
+                let f: fn(&$ty) -> bool = $offer;
+                f(self)
+            }
+        }
+    };
+}
+
+counter_source!(prometheus::PrometheusSource, has_offer = |p| p.has_offer());
+counter_source!(promql::PromqlSource, has_offer = |_| false);
+counter_source!(push::PushSource, has_offer = |_| false);

@@ -34,155 +34,20 @@
 //! ([`handle`]) is mounted by [`crate::telemetry::server`].
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::exposition::{for_each_sample, is_label_name, Limits};
 use super::selector::Selector;
 use super::{token, Counters, SignalError};
-use crate::telemetry::lock;
-use crate::telemetry::metrics::{Metrics, PushLabels};
+pub use crate::config::push::{PushServerConfig, PushSignalConfig};
 
 /// Grouping keys kept per target; more pushers than this are refused.
 pub const MAX_GROUPS_PER_TARGET: usize = 10_000;
-
-/// `kind = "push"`
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PushSignalConfig {
-    /// The `job` of the push path.
-    pub job: String,
-    /// Grouping labels a push must carry (a subset match; pushes from every
-    /// matching group are summed).
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-    /// Selector of all resolved attempts, over the pushed samples.
-    pub attempts: Option<String>,
-    /// Selector of successful attempts (alternative to `attempts`).
-    pub successes: Option<String>,
-    /// Selector of failed attempts.
-    pub failures: String,
-    /// `true`: pushes carry cumulative counters; `false`: each push carries
-    /// one interval's counts (per-push deltas).
-    pub cumulative: bool,
-    /// Nothing pushed for this long is no signal (default: the window).
-    #[serde(
-        default,
-        deserialize_with = "crate::config::de_opt_duration",
-        serialize_with = "crate::config::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub max_age: Option<Duration>,
-}
-
-impl PushSignalConfig {
-    /// `max_age` defaults to the target's window.
-    pub fn resolve(&mut self, window: Duration) {
-        self.max_age.get_or_insert(window);
-    }
-
-    /// Every problem, as (field, reason), with fields relative to `signal`.
-    pub fn problems(&self) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
-        if self.job.is_empty() {
-            out.push(("job", "must not be empty".to_string()));
-        }
-        for name in self.labels.keys() {
-            if !is_label_name(name) || name == "job" {
-                out.push((
-                    "labels",
-                    format!("`{name}` is not a grouping label name (and `job` is set by `job`)"),
-                ));
-            }
-        }
-        match (&self.attempts, &self.successes) {
-            (None, None) => out.push((
-                "attempts",
-                "give `attempts` (all resolved attempts) or `successes`".to_string(),
-            )),
-            (Some(_), Some(_)) => out.push((
-                "successes",
-                "give either `attempts` or `successes`, not both".to_string(),
-            )),
-            _ => {}
-        }
-        for (field, sel) in [
-            ("attempts", self.attempts.as_deref()),
-            ("successes", self.successes.as_deref()),
-            ("failures", Some(self.failures.as_str())),
-        ] {
-            if let Some(sel) = sel {
-                if let Err(e) = sel.parse::<Selector>() {
-                    out.push((field, format!("bad selector `{sel}`: {e}")));
-                }
-            }
-        }
-        if self.max_age.is_some_and(|d| d.is_zero()) {
-            out.push(("max_age", "must be longer than 0s".to_string()));
-        }
-        out
-    }
-}
-
-/// `[server.push]`: the push endpoint's guards.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PushServerConfig {
-    /// The largest push body accepted.
-    #[serde(default = "default_max_body_bytes")]
-    pub max_body_bytes: usize,
-    /// The most samples one push may hold.
-    #[serde(default = "default_max_samples")]
-    pub max_samples: usize,
-    /// A file holding the bearer token pushers must present.
-    pub bearer_token_file: Option<PathBuf>,
-    /// An environment variable holding that token.
-    pub bearer_token_env: Option<String>,
-}
-
-impl Default for PushServerConfig {
-    fn default() -> Self {
-        PushServerConfig {
-            max_body_bytes: default_max_body_bytes(),
-            max_samples: default_max_samples(),
-            bearer_token_file: None,
-            bearer_token_env: None,
-        }
-    }
-}
-
-fn default_max_body_bytes() -> usize {
-    1024 * 1024
-}
-fn default_max_samples() -> usize {
-    100_000
-}
-
-impl PushServerConfig {
-    /// Every problem, as (field, reason), with fields relative to `server.push`.
-    pub fn problems(&self) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
-        if self.max_body_bytes == 0 {
-            out.push(("max_body_bytes", "must be at least 1".to_string()));
-        }
-        if self.max_samples == 0 {
-            out.push(("max_samples", "must be at least 1".to_string()));
-        }
-        if let Err(e) = token::check(
-            self.bearer_token_file.as_deref(),
-            self.bearer_token_env.as_deref(),
-        ) {
-            out.push(("bearer_token_file", e));
-        }
-        out
-    }
-}
 
 /// Why a push was refused. Each maps to an HTTP status and a bounded label.
 #[derive(Debug, Error)]
@@ -396,7 +261,7 @@ impl Inbox {
 
     /// The counters as of the latest push.
     fn read(&self) -> Result<Counters, SignalError> {
-        let st = lock(&self.state);
+        let st = lock_(&self.state);
         let Some(last) = st.last_push else {
             return Err(SignalError::Stale(format!(
                 "nothing pushed yet to /metrics/job/{}{}",
@@ -506,8 +371,8 @@ impl Default for StoreInner {
     fn default() -> Self {
         StoreInner {
             inboxes: Vec::new(),
-            max_body_bytes: default_max_body_bytes(),
-            max_samples: default_max_samples(),
+            max_body_bytes: PushServerConfig::default().max_body_bytes,
+            max_samples: PushServerConfig::default().max_samples,
             token: None,
         }
     }
@@ -520,7 +385,7 @@ impl PushStore {
             cfg.bearer_token_file.as_deref(),
             cfg.bearer_token_env.as_deref(),
         )?;
-        let mut inner = lock(&self.inner);
+        let mut inner = lock_(&self.inner);
         inner.max_body_bytes = cfg.max_body_bytes;
         inner.max_samples = cfg.max_samples;
         inner.token = token;
@@ -529,18 +394,18 @@ impl PushStore {
 
     /// Routes matching pushes to `inbox` while it is alive.
     pub fn register(&self, inbox: &Arc<Inbox>) {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock_(&self.inner);
         inner.inboxes.retain(|w| w.strong_count() > 0);
         inner.inboxes.push(Arc::downgrade(inbox));
     }
 
     fn guards(&self) -> (usize, usize, Option<String>) {
-        let inner = lock(&self.inner);
+        let inner = lock_(&self.inner);
         (inner.max_body_bytes, inner.max_samples, inner.token.clone())
     }
 
     fn readers(&self, key: &GroupingKey) -> Vec<Arc<Inbox>> {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock_(&self.inner);
         inner.inboxes.retain(|w| w.strong_count() > 0);
         inner
             .inboxes
@@ -567,7 +432,7 @@ impl PushStore {
         let now = Instant::now();
         if method == PushMethod::Delete {
             for inbox in &readers {
-                let mut st = lock(&inbox.state);
+                let mut st = lock_(&inbox.state);
                 st.groups.remove(&key);
                 st.pushes.remove(&key);
                 st.last_push = Some(now);
@@ -624,7 +489,7 @@ impl PushStore {
         let mut taken = 0;
         let mut why = Vec::new();
         for (inbox, (first, failures)) in readers.iter().zip(sums) {
-            let mut st = lock(&inbox.state);
+            let mut st = lock_(&inbox.state);
             if inbox.cumulative {
                 if !st.groups.contains_key(&key) && st.groups.len() >= MAX_GROUPS_PER_TARGET {
                     why.push(format!(
@@ -679,25 +544,21 @@ impl PushStore {
     }
 }
 
-/// The HTTP handler of `PUT`/`POST`/`DELETE /metrics/job/...`.
+/// The HTTP handler of `PUT`/`POST`/`DELETE /metrics/job/...`: the
+/// response, and the bounded result label the server counts it under.
 pub async fn handle(
     store: &PushStore,
-    metrics: &Metrics,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
     body: axum::body::Body,
-) -> Response {
+) -> (Response, &'static str) {
     let result = receive(store, method, path, headers, body).await;
     let label = match &result {
         Ok(_) => "accepted",
         Err(e) => e.result(),
     };
-    metrics
-        .push_requests
-        .get_or_create(&PushLabels { result: label })
-        .inc();
-    match result {
+    let response = match result {
         Ok(_) => StatusCode::OK.into_response(),
         Err(e) => {
             let mut resp = (e.status(), format!("{e}\n")).into_response();
@@ -709,7 +570,8 @@ pub async fn handle(
             }
             resp
         }
-    }
+    };
+    (response, label)
 }
 
 async fn receive(
@@ -768,6 +630,10 @@ async fn receive(
         PushError::Path("the body is not UTF-8 text".into()) // reported as bad_request
     })?;
     store.ingest(method, grouping, text)
+}
+
+fn lock_<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

@@ -28,8 +28,12 @@
 //! | `step` | `C` for `t < T/3`, `C/2` for `T/3 <= t < 2T/3`, `C` after | as `rejector` |
 //! | `warming` | `C (1 + 2 min(t, T) / T)`: rises linearly from `C` to `3C` over the run, then stays | as `rejector` |
 //! | `noisy` | `C` | as `rejector`, plus 2 % background failures, always drawn binomially; the default `a = 1.5 / C`: 1.5 attempts per tick at capacity (about 30 per 2 s window at 100 ms ticks) |
-//! | `lagged` | `C` | as `rejector`, but failed attempts *resolve* one tick later (they count as attempts and failures in the next tick; successes resolve at once) |
+//! | `lagged` | `C` | as `rejector`, but failed attempts *resolve* `lag_ticks` (default 1) ticks later (they count as attempts and failures then; successes resolve at once) |
 //! | `metastable` | `C`, or `C/2` for the 10 ticks after a heavy tick | as `rejector` on the total load; see below |
+//! | `retry-churn` | `C` | as `rejector` on the total load `n = n_fresh + retries`: every failed attempt is retried once in the next tick (at most one retry per fresh attempt), and counts as load and as an attempt |
+//! | `drift` | `C (1 + 0.3 sin(2 pi t / T))`: a slow sinusoid, one period per run | as `rejector` |
+//! | `bursts` | `C` | as `rejector`, combined with a load-independent burst `b`: `p' = 1 - (1 - p)(1 - b)`; each tick outside a burst starts one with probability 3.2 %, lasting 1, 2 or 3 ticks (uniform) at `b` uniform in [0.3, 0.6]; so about 6 % of ticks burst |
+//! | `fast-fail` | `C` | a rejector whose rejected attempts return 20 times faster than served ones, in a closed loop: with `r = w / C > 1`, `p = 20 (r - 1) / (20 (r - 1) + 1)` and each worker makes `a / (1 - p + p / 20)` attempts per tick, so the served attempts are still `C a` while the attempt-failure fraction overstates the overload (16.7 % at `r = 1.01`) |
 //!
 //! Here `t` is the tick index (0 for the first tick), `T` is `run_ticks`.
 //!
@@ -43,7 +47,9 @@
 //! the offer has fallen back below `C`, and only a deep back-off drains them.
 //!
 //! # Counting
-//! Attempt and failure counts are whole numbers. Without noise they are the
+//! With `poisson` set, fresh attempts are drawn as `Poisson(w a)` each tick
+//! (and failures are then always drawn binomially): the attempt noise of a
+//! real load tool. Otherwise, attempt and failure counts are whole numbers. Without noise they are the
 //! expected values, rounded by *error diffusion*: the rounding remainder is
 //! carried into the next tick, so totals over any run are exact to within one
 //! and no tick sees a failure when `p = 0`. With `noise > 0` (and always for
@@ -84,6 +90,18 @@ const METASTABLE_DEGRADED_TICKS: u32 = 10;
 const METASTABLE_DEGRADED_SHARE: f64 = 0.5;
 /// `metastable`: retries allowed per fresh attempt in a tick.
 const METASTABLE_RETRY_BUDGET: f64 = 2.0;
+/// `retry-churn`: retries allowed per fresh attempt in a tick.
+const CHURN_RETRY_BUDGET: f64 = 1.0;
+/// `drift`: amplitude of the sinusoid, as a share of `C`.
+const DRIFT_AMPLITUDE: f64 = 0.3;
+/// `bursts`: probability that a tick outside a burst starts one.
+const BURST_START: f64 = 0.032;
+/// `bursts`: the longest burst, in ticks (lengths are uniform in 1..=3).
+const BURST_MAX_TICKS: u64 = 3;
+/// `bursts`: the range of a burst's failure probability.
+const BURST_FAILURES: (f64, f64) = (0.3, 0.6);
+/// `fast-fail`: how many times faster a rejected attempt returns.
+const FAST_FAIL_SPEEDUP: f64 = 20.0;
 
 /// Which target model to simulate. The formulas are in the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
@@ -106,11 +124,20 @@ pub enum ModelKind {
     Lagged,
     /// Retries amplify failures; heavy overload degrades capacity for a while.
     Metastable,
+    /// Failed attempts are retried and count as load.
+    RetryChurn,
+    /// Capacity drifts slowly along a sinusoid.
+    Drift,
+    /// Load-independent failure bursts of 1 to 3 ticks.
+    Bursts,
+    /// Rejections return 20x faster, so the failure fraction overstates the
+    /// overload.
+    FastFail,
 }
 
 impl ModelKind {
     /// Every model, in declaration order.
-    pub const ALL: [ModelKind; 8] = [
+    pub const ALL: [ModelKind; 12] = [
         ModelKind::Cliff,
         ModelKind::Rejector,
         ModelKind::Knee,
@@ -119,6 +146,10 @@ impl ModelKind {
         ModelKind::Noisy,
         ModelKind::Lagged,
         ModelKind::Metastable,
+        ModelKind::RetryChurn,
+        ModelKind::Drift,
+        ModelKind::Bursts,
+        ModelKind::FastFail,
     ];
 
     /// The kebab-case name, as on the command line and in serde.
@@ -132,6 +163,10 @@ impl ModelKind {
             ModelKind::Noisy => "noisy",
             ModelKind::Lagged => "lagged",
             ModelKind::Metastable => "metastable",
+            ModelKind::RetryChurn => "retry-churn",
+            ModelKind::Drift => "drift",
+            ModelKind::Bursts => "bursts",
+            ModelKind::FastFail => "fast-fail",
         }
     }
 
@@ -165,8 +200,12 @@ pub struct ModelConfig {
     pub noise: f64,
     /// Seed of the PRNG.
     pub seed: u64,
-    /// Run length `T` in ticks (>= 1), for `step` and `warming`.
+    /// Run length `T` in ticks (>= 1), for `step`, `warming` and `drift`.
     pub run_ticks: u64,
+    /// Draw fresh attempts as `Poisson(w a)` (and failures binomially).
+    pub poisson: bool,
+    /// `lagged`: ticks a failure takes to resolve (1 or more).
+    pub lag_ticks: u32,
 }
 
 impl ModelConfig {
@@ -180,6 +219,8 @@ impl ModelConfig {
             noise: 0.0,
             seed: 1,
             run_ticks: DEFAULT_RUN_TICKS,
+            poisson: false,
+            lag_ticks: 1,
         }
     }
 
@@ -197,6 +238,9 @@ impl ModelConfig {
         }
         if self.run_ticks == 0 {
             errors.push(ModelError::RunTicks);
+        }
+        if self.lag_ticks == 0 {
+            errors.push(ModelError::LagTicks);
         }
         if errors.is_empty() {
             Ok(())
@@ -221,6 +265,9 @@ pub enum ModelError {
     /// Zero run length.
     #[error("`run_ticks` must be at least 1 (the run length in ticks)")]
     RunTicks,
+    /// Zero lag.
+    #[error("`lag_ticks` must be at least 1 (ticks a failure takes to resolve)")]
+    LagTicks,
 }
 
 /// What one tick resolved.
@@ -266,8 +313,10 @@ pub struct TargetModel {
     /// Error-diffusion remainders, in [-0.5, 0.5).
     attempts_carry: f64,
     failures_carry: f64,
-    /// `lagged`: failures of the previous tick, resolving in this one.
-    deferred_failures: u64,
+    /// `lagged`: failures still resolving, oldest first (`lag_ticks` long).
+    deferred_failures: std::collections::VecDeque<u64>,
+    /// `bursts`: ticks left in the current burst, and its failure share.
+    burst: (u64, f64),
     /// `metastable`: last tick's failures, eligible for retry.
     retry_backlog: u64,
     /// `metastable`: ticks of degraded capacity still to come.
@@ -288,10 +337,11 @@ impl TargetModel {
             rng: SplitMix64::new(cfg.seed),
             tick: 0,
             background,
-            sampled: background > 0.0,
+            sampled: background > 0.0 || cfg.poisson,
             attempts_carry: 0.0,
             failures_carry: 0.0,
-            deferred_failures: 0,
+            deferred_failures: std::iter::repeat_n(0, cfg.lag_ticks as usize).collect(),
+            burst: (0, 0.0),
             retry_backlog: 0,
             degraded_ticks: 0,
             cfg,
@@ -325,6 +375,10 @@ impl TargetModel {
                 c * (1.0 + (WARMING_FACTOR - 1.0) * progress)
             }
             ModelKind::Metastable if self.degraded_ticks > 0 => c * METASTABLE_DEGRADED_SHARE,
+            ModelKind::Drift => {
+                let phase = 2.0 * std::f64::consts::PI * t as f64 / run as f64;
+                c * (1.0 + DRIFT_AMPLITUDE * phase.sin())
+            }
             _ => c,
         }
     }
@@ -338,21 +392,45 @@ impl TargetModel {
             offer.clamp(0.0, MAX_OFFER)
         };
         let capacity = self.capacity();
-        let fresh = diffuse(
-            offer * self.cfg.attempts_per_worker,
-            &mut self.attempts_carry,
-        );
+        let apw = match self.cfg.kind {
+            ModelKind::FastFail => {
+                let p = fast_fail(offer, capacity);
+                self.cfg.attempts_per_worker / (1.0 - p + p / FAST_FAIL_SPEEDUP)
+            }
+            _ => self.cfg.attempts_per_worker,
+        };
+        let fresh = if self.cfg.poisson {
+            self.rng.poisson(offer * apw)
+        } else {
+            diffuse(offer * apw, &mut self.attempts_carry)
+        };
         let (attempts, failures) = match self.cfg.kind {
             ModelKind::Lagged => {
                 let failing = self.draw_failures(fresh, rejector(offer, capacity));
-                let resolving = std::mem::replace(&mut self.deferred_failures, failing);
+                self.deferred_failures.push_back(failing);
+                let resolving = self.deferred_failures.pop_front().unwrap_or(0);
                 ((fresh - failing).saturating_add(resolving), resolving)
             }
             ModelKind::Metastable => self.metastable(fresh, capacity),
+            ModelKind::RetryChurn => {
+                let retries = self
+                    .retry_backlog
+                    .min((fresh as f64 * CHURN_RETRY_BUDGET) as u64);
+                let total = fresh.saturating_add(retries);
+                let failures = self.draw_failures(total, rejector_load(total, capacity, apw));
+                self.retry_backlog = failures;
+                (total, failures)
+            }
+            ModelKind::Bursts => {
+                let burst = self.next_burst();
+                let p = 1.0 - (1.0 - rejector(offer, capacity)) * (1.0 - burst);
+                (fresh, self.draw_failures(fresh, p))
+            }
             kind => {
                 let p = match kind {
                     ModelKind::Cliff => cliff(offer, capacity),
                     ModelKind::Knee => knee(offer, capacity),
+                    ModelKind::FastFail => fast_fail(offer, capacity),
                     _ => rejector(offer, capacity),
                 };
                 (fresh, self.draw_failures(fresh, p))
@@ -387,6 +465,25 @@ impl TargetModel {
         (total, failures)
     }
 
+    /// `bursts`: this tick's load-independent failure share (0 outside a
+    /// burst). The draws happen every tick, whatever the offer, so the
+    /// bursts of a seed are the same for every controller.
+    fn next_burst(&mut self) -> f64 {
+        let start = self.rng.next_f64();
+        let len = 1 + self.rng.next_u64() % BURST_MAX_TICKS;
+        let (lo, hi) = BURST_FAILURES;
+        let share = lo + (hi - lo) * self.rng.next_f64();
+        if self.burst.0 == 0 && start < BURST_START {
+            self.burst = (len, share);
+        }
+        if self.burst.0 > 0 {
+            self.burst.0 -= 1;
+            self.burst.1
+        } else {
+            0.0
+        }
+    }
+
     /// Failures among `attempts` at model probability `p`, with the
     /// background folded in: binomial when sampled, else error-diffused.
     fn draw_failures(&mut self, attempts: u64, p: f64) -> u64 {
@@ -415,6 +512,27 @@ fn rejector(offer: f64, capacity: f64) -> f64 {
         0.0
     } else {
         (offer - capacity).max(0.0) / offer
+    }
+}
+
+/// The excess of `total` attempts over a capacity of `capacity` workers
+/// making `apw` attempts each, as a failure probability.
+fn rejector_load(total: u64, capacity: f64, apw: f64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        (total as f64 - capacity * apw).max(0.0) / total as f64
+    }
+}
+
+/// `fast-fail`: the closed-loop rejection probability when rejections
+/// return [`FAST_FAIL_SPEEDUP`] times faster: `20 (r - 1) / (20 (r - 1) + 1)`.
+fn fast_fail(offer: f64, capacity: f64) -> f64 {
+    let excess = FAST_FAIL_SPEEDUP * (offer / capacity - 1.0);
+    if excess <= 0.0 {
+        0.0
+    } else {
+        excess / (excess + 1.0)
     }
 }
 

@@ -94,6 +94,15 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0005, 2.0, 15))
 }
 
+/// `target` and a bounded `reason`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// The target's name.
+    pub target: String,
+    /// A bounded reason label.
+    pub reason: &'static str,
+}
+
 /// Every exported metric family.
 #[derive(Debug)]
 pub struct Metrics {
@@ -140,6 +149,15 @@ pub struct Metrics {
     pub control_errors: Family<ErrorLabels, Counter>,
     /// `throttle_outside_changes_total`
     pub outside_changes: Family<TargetLabel, Counter>,
+    /// `throttle_windows_discarded_total{reason}`: windows that straddled an
+    /// offer change, never decided on
+    pub windows_discarded: Family<ReasonLabels, Counter>,
+    /// `throttle_control_invalid_readings_total`: read-backs that cannot be
+    /// an offer (not finite, negative), never adopted
+    pub invalid_readings: Family<TargetLabel, Counter>,
+    /// `throttle_outside_writer_conflict`: 1 while another writer keeps
+    /// changing the knob after our confirmed writes (the target holds)
+    pub outside_writer_conflict: Family<TargetLabel, GaugeF>,
     /// `process_resident_memory_bytes`, `process_open_fds`,
     /// `throttle_runtime_alive_tasks`: refreshed at each scrape.
     process: [Gauge<f64, AtomicU64>; 3],
@@ -192,6 +210,9 @@ impl Metrics {
             writes: Family::default(),
             control_errors: Family::default(),
             outside_changes: Family::default(),
+            windows_discarded: Family::default(),
+            invalid_readings: Family::default(),
+            outside_writer_conflict: Family::default(),
             process: Default::default(),
             read_duration: Family::new_with_constructor(duration_histogram),
             write_duration: Family::new_with_constructor(duration_histogram),
@@ -331,6 +352,21 @@ impl Metrics {
             m.outside_changes.clone(),
         );
         registry.register(
+            "throttle_windows_discarded",
+            "Windows not decided on because they straddled an offer change or fell within the signal's lag after one",
+            m.windows_discarded.clone(),
+        );
+        registry.register(
+            "throttle_control_invalid_readings",
+            "Read-backs of the committed offer that cannot be an offer (not finite, or negative); never adopted",
+            m.invalid_readings.clone(),
+        );
+        registry.register(
+            "throttle_outside_writer_conflict",
+            "1 while another writer keeps changing the knob right after our confirmed writes (the target holds)",
+            m.outside_writer_conflict.clone(),
+        );
+        registry.register(
             "throttle_signal_read_duration_seconds",
             "Time to read the signal once",
             m.read_duration.clone(),
@@ -386,6 +422,14 @@ impl Metrics {
         self.memory_clears.get_or_create(&l).inc_by(0);
         self.counter_resets.get_or_create(&l).inc_by(0);
         self.outside_changes.get_or_create(&l).inc_by(0);
+        self.invalid_readings.get_or_create(&l).inc_by(0);
+        self.outside_writer_conflict.get_or_create(&l).set(0.0);
+        self.windows_discarded
+            .get_or_create(&ReasonLabels {
+                target: target.to_string(),
+                reason: "offer_change",
+            })
+            .inc_by(0);
         for result in ["confirmed", "failed", "unconfirmed"] {
             self.writes
                 .get_or_create(&WriteLabels {
@@ -419,6 +463,12 @@ impl Metrics {
         self.memory_clears.remove(&l);
         self.counter_resets.remove(&l);
         self.outside_changes.remove(&l);
+        self.invalid_readings.remove(&l);
+        self.outside_writer_conflict.remove(&l);
+        self.windows_discarded.remove(&ReasonLabels {
+            target: target.to_string(),
+            reason: "offer_change",
+        });
         self.tool_restarts.remove(&l);
         self.read_duration.remove(&l);
         self.write_duration.remove(&l);

@@ -10,6 +10,7 @@
 //! What it may touch: its own listener and the log output. It never decides
 //! and never writes to a load tool.
 
+pub mod export;
 pub mod logging;
 pub mod metrics;
 pub mod server;
@@ -54,6 +55,14 @@ pub struct WindowRecord {
     pub to: f64,
     /// The mode or hold reason.
     pub label: &'static str,
+    /// The window straddled an offer change (or fell within the signal's
+    /// lag after one): it was not decided on and must not be pooled.
+    #[serde(default)]
+    pub discarded: bool,
+    /// The governor's last write had not been confirmed by the tool at this
+    /// window: the offer in effect is the tool's, not ours.
+    #[serde(default)]
+    pub unconfirmed: bool,
 }
 
 /// The live state of one target, for `/api/v1/targets`.
@@ -95,6 +104,15 @@ pub struct TargetStatus {
     pub dry_run: bool,
     /// Whether the signal-loss policy is in force.
     pub signal_lost: bool,
+    /// The governor profile (`default` or `robust`).
+    pub profile: &'static str,
+    /// The signal lag in effect: windows start only this long after an
+    /// offer change.
+    pub signal_lag: String,
+    /// Whether the last write was confirmed by the tool (true before any).
+    pub writes_confirmed: bool,
+    /// Whether another writer keeps changing the knob (the target holds).
+    pub outside_writer_conflict: bool,
 }
 
 /// The live state of one member of a target group, for `/api/v1/groups`.
@@ -212,8 +230,19 @@ impl Telemetry {
 
     /// Exports one outcome: decision and window metrics, the target's
     /// status, and its history. Shared by single targets and groups.
-    pub fn export_outcome(&self, name: &str, o: &Outcome, at: f64, window_secs: f64) {
+    pub fn export_outcome(
+        &self,
+        name: &str,
+        o: &Outcome,
+        at: f64,
+        window_secs: f64,
+        unconfirmed: bool,
+        in_effect: Option<f64>,
+    ) {
         let tel = self;
+        // The offer the window ran at: the tool's while our write is
+        // pending or unconfirmed.
+        let ran_at = in_effect.unwrap_or(o.from);
         let m = &tel.metrics;
         let l = label(name);
         m.decisions
@@ -231,7 +260,7 @@ impl Telemetry {
             .get_or_create(&l)
             .set(o.last_bad.unwrap_or(f64::NAN));
         m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
-        m.offer.get_or_create(&l).set(o.from);
+        m.offer.get_or_create(&l).set(ran_at);
         let sig = o.signal;
         if let Some(s) = sig {
             m.window_attempts.get_or_create(&l).set(s.attempts);
@@ -249,10 +278,12 @@ impl Telemetry {
             .unwrap_or("");
         let valid = !matches!(
             o.reason,
-            Some(HoldReason::SignalError) | Some(HoldReason::Baseline)
+            Some(HoldReason::SignalError)
+                | Some(HoldReason::Baseline)
+                | Some(HoldReason::OfferChange)
         );
         tel.update(name, |st| {
-            st.offer = o.from;
+            st.offer = ran_at;
             st.last_bad = o.last_bad;
             st.clean_streak = o.clean_streak;
             if let Some(f) = sig.and_then(|s| s.frac) {
@@ -269,7 +300,7 @@ impl Telemetry {
             name,
             WindowRecord {
                 time_secs: at,
-                offer: o.from,
+                offer: ran_at,
                 attempts: sig.map(|s| s.attempts),
                 failures: sig.map(|s| s.failures),
                 frac: sig.and_then(|s| s.frac),
@@ -277,6 +308,8 @@ impl Telemetry {
                 decision: o.decision_str(),
                 to: o.to,
                 label: label_str,
+                discarded: o.reason == Some(HoldReason::OfferChange),
+                unconfirmed,
             },
         );
     }
@@ -323,6 +356,10 @@ impl TargetStatus {
             pending_write: None,
             dry_run,
             signal_lost: false,
+            profile: "default",
+            signal_lag: String::new(),
+            writes_confirmed: true,
+            outside_writer_conflict: false,
         }
     }
 }

@@ -114,7 +114,13 @@ async fn push(
     headers: axum::http::HeaderMap,
     body: axum::body::Body,
 ) -> Response {
-    crate::signal::push::handle(&t.push, &t.metrics, &method, uri.path(), &headers, body).await
+    let (response, result) =
+        crate::signal::push::handle(&t.push, &method, uri.path(), &headers, body).await;
+    t.metrics
+        .push_requests
+        .get_or_create(&crate::telemetry::metrics::PushLabels { result })
+        .inc();
+    response
 }
 
 /// How long the server may take to finish in-flight requests at shutdown.

@@ -56,9 +56,11 @@ pub enum Fault {
     IgnoreWrites,
     /// Delay admin writes by this long.
     SlowWrites(Duration),
-    /// Answer admin writes at once, but apply them this much later (the
+    /// Accept admin writes at once, and apply them this much later (the
     /// read-back shows the old value until then).
-    LateWrites(Duration),
+    LateApply(Duration),
+    /// Report this value as the workers (the knob) on read-back.
+    ReadBack(f64),
     /// The whole admin API (writes and read-backs) hangs this long.
     HangAdmin(Duration),
 }
@@ -299,7 +301,11 @@ async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap)
     if !authorized(&st, &headers, true) {
         return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
     }
-    Json(serde_json::json!({ "workers": st.workers })).into_response()
+    let workers = match st.fault {
+        Fault::ReadBack(v) => v,
+        _ => st.workers,
+    };
+    Json(serde_json::json!({ "workers": workers })).into_response()
 }
 
 async fn put_workers(
@@ -331,7 +337,7 @@ async fn put_workers(
     st.writes += 1;
     match st.fault {
         Fault::IgnoreWrites => {}
-        Fault::LateWrites(d) => {
+        Fault::LateApply(d) => {
             let later = s.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(d).await;

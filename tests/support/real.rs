@@ -182,31 +182,11 @@ impl Measured {
     }
 }
 
-/// The capacity figure in one target's report JSON.
-///
-/// The report grows a capacity field (issue 13, item 2) while this harness
-/// is written; reading the JSON keeps the harness compiling on both sides of
-/// that change: a numeric `capacity`, or an object `capacity` with an
-/// `offer` or `value`, is the figure; without one, the steady offer counts
-/// when the report calls it within the bound (the old JSON fields).
+/// The capacity figure in one target's report JSON: its `capacity`
+/// field, which the report sets only for a settled run whose writes were
+/// confirmed (never the steady offer alone).
 pub fn capacity_of(target: &serde_json::Value) -> Option<f64> {
-    match &target["capacity"] {
-        serde_json::Value::Number(n) => return n.as_f64(),
-        serde_json::Value::Object(o) => {
-            if let Some(v) = o
-                .get("offer")
-                .or_else(|| o.get("value"))
-                .and_then(|v| v.as_f64())
-            {
-                return Some(v);
-            }
-        }
-        _ => {}
-    }
-    if target["within_bound"] == true && target["steady"] == true {
-        return target["steady_offer"].as_f64();
-    }
-    None
+    target["capacity"].as_f64()
 }
 
 /// How long to watch a run.

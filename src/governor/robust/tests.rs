@@ -142,15 +142,15 @@ fn a_significant_breach_acts_on_few_attempts() {
 fn slow_start_still_climbs_on_one_thin_clean_window() {
     let mut g = robust(1.0, None);
     assert_to(&g.step(1.0, 0.0), "up", 2.0);
-    assert_to(&g.step(2.0, 0.0), "up", 3.0);
+    assert_to(&g.step(2.0, 0.0), "up", 4.0);
     // A thin window with a failure gathers instead of climbing.
     assert_hold(&g.step(3.0, 1.0), HoldReason::Gathering);
 }
 
 #[test]
-fn slow_start_grows_by_half_not_double() {
+fn slow_start_doubles_like_the_default() {
     let mut g = robust(64.0, None);
-    assert_to(&g.step(1000.0, 0.0), "up", 96.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
     let mut d = default(64.0, None);
     assert_to(&d.step(1000.0, 0.0), "up", 128.0);
 }
@@ -186,32 +186,122 @@ fn a_growing_overload_backs_off_again_and_keeps_the_highest_last_bad() {
 }
 
 #[test]
-fn once_failures_outlast_a_down_ups_settle_too() {
-    let mut g = robust(100.0, None);
-    g.step(1000.0, 200.0); // Down to 80
-    assert_hold(&g.step(1000.0, 200.0), HoldReason::Settling); // lag seen
-    let up = g.step(1000.0, 0.0);
-    assert_eq!(up.decision_str(), "up");
-    // A clean window right after the Up may still be the old offer's.
-    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
-
-    // Without lag, the window after an Up is judged at once.
+fn the_window_after_an_up_is_judged_at_once() {
     let mut g = robust(64.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 256.0);
+    assert_to(&g.step(1000.0, 500.0), "down", 128.0);
+}
+
+/// A robust rate governor held at its ceiling of 100, so clean windows hold.
+fn at_ceiling() -> ThrottleGovernor {
+    let p = Params::new(Control::Rate, Some(100.0), 1.0, None, 0.05, None).unwrap();
+    let mut g = ThrottleGovernor::with_profile(p, Profile::Robust);
+    let _ = g.set_current(100.0);
+    g
+}
+
+#[test]
+fn early_clean_windows_do_not_hide_a_breach_now() {
+    let mut g = at_ceiling();
+    for _ in 0..20 {
+        assert_hold(&g.step(1000.0, 5.0), HoldReason::AtCeiling);
+    }
+    // 8 % now: pooled with the 20 clean windows it would be 0.8 %; alone
+    // it is a significant breach.
+    assert_to(&g.step(1000.0, 80.0), "down", 90.0);
+    // The recent windows at the offer pool too: 9 failures of 100 are no
+    // significant breach alone, a few such windows together are.
+    assert!(!significant_breach(9.0, 100.0, 0.05));
+    let mut g = at_ceiling();
+    let first_down = (0..8).find(|_| g.step(100.0, 9.0).decision_str() == "down");
+    assert!(
+        matches!(first_down, Some(i) if i >= 1),
+        "not on the first window, but within 8: {first_down:?}"
+    );
+}
+
+#[test]
+fn a_lasting_dead_band_steps_down_a_probe() {
+    let mut g = robust(100.0, Some(150.0));
+    let mut d = default(100.0, Some(150.0));
+    for i in 1..BAND_PATIENCE {
+        assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
+        assert_hold(&d.step(1000.0, 15.0), HoldReason::DeadBand);
+        assert!(i < BAND_PATIENCE);
+    }
+    // 1.5 % for good: the default holds, robust steps down 2 % of last_bad.
+    assert_to(&g.step(1000.0, 15.0), "down", 97.0);
+    assert_hold(&d.step(1000.0, 15.0), HoldReason::DeadBand);
+}
+
+#[test]
+fn a_one_window_burst_returns_to_the_offer_and_the_memory() {
+    let mut g = at_ceiling();
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::AtCeiling);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::AtCeiling);
+    // 40 % out of the blue: a Down, as congestion would get.
+    let down = g.step(1000.0, 400.0);
+    assert_to(&down, "down", 60.0);
+    // Clean at once: the burst is over; back to 100, memory as before.
+    let back = g.step(1000.0, 0.0);
+    assert_to(&back, "up", 100.0);
+    assert_eq!(back.last_bad, None);
+    // The default keeps last_bad = 100 and reclimbs to 75 first.
+    let p = Params::new(Control::Rate, Some(100.0), 1.0, None, 0.05, None).unwrap();
+    let mut d = ThrottleGovernor::new(p);
+    let _ = d.set_current(100.0);
+    d.step(1000.0, 400.0);
+    let o = d.step(1000.0, 0.0);
+    assert_to(&o, "up", 75.0);
+    assert_eq!(o.last_bad, Some(100.0));
+}
+
+#[test]
+fn failures_that_do_not_fall_with_the_offer_are_a_burst() {
+    let mut g = at_ceiling();
     g.step(1000.0, 0.0);
-    assert_eq!(g.step(1000.0, 0.0).decision_str(), "up");
+    g.step(1000.0, 0.0);
+    assert_to(&g.step(1000.0, 400.0), "down", 60.0);
+    // Still 40 % at 60 % of the offer: not congestion. Back to 100.
+    assert_to(&g.step(1000.0, 400.0), "up", 100.0);
+    // The burst goes on at 100: tested again, not taken as congestion.
+    assert_to(&g.step(1000.0, 450.0), "down", 55.0);
+    let back = g.step(1000.0, 0.0);
+    assert_to(&back, "up", 100.0);
+    assert_eq!(back.last_bad, None);
+}
+
+#[test]
+fn a_real_capacity_drop_shows_itself_again_and_is_backed_off() {
+    let mut g = at_ceiling();
+    g.step(1000.0, 0.0);
+    g.step(1000.0, 0.0);
+    assert_to(&g.step(1000.0, 500.0), "down", 50.0);
+    // Clean at half the offer: could be a burst that ended. Back to 100...
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0);
+    // ...where it fails again, right after an Up: congestion.
+    let o = g.step(1000.0, 500.0);
+    assert_to(&o, "down", 50.0);
+    assert_eq!(o.last_bad, Some(100.0));
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    let o = g.step(1000.0, 0.0);
+    assert_to(&o, "up", 75.0);
 }
 
 #[test]
 fn the_reclimb_stops_at_the_last_offer_seen_clean() {
     let mut g = robust(64.0, None);
-    assert_to(&g.step(1000.0, 0.0), "up", 96.0);
-    let o = g.step(1000.0, 500.0);
-    assert_to(&o, "down", 48.0);
-    assert_eq!(o.last_bad, Some(96.0));
+    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
+    let o = g.step(1000.0, 750.0);
+    assert_to(&o, "down", 32.0);
+    assert_eq!(o.last_bad, Some(128.0));
     assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
-    // Default would reclimb to 0.75 * 96 = 72; 64 was the last clean offer.
+    assert_to(&g.step(1000.0, 0.0), "up", 48.0);
+    // Default would reclimb to min(72, 0.75 * 128 = 96); 64 was the last
+    // clean offer.
     assert_to(&g.step(1000.0, 0.0), "up", 64.0);
-    let mut d = default(48.0, Some(96.0));
+    let mut d = default(48.0, Some(128.0));
     assert_to(&d.step(1000.0, 0.0), "up", 72.0);
 }
 
@@ -221,11 +311,11 @@ fn a_failed_probe_is_undone_and_the_next_one_waits_longer() {
     // Clean below last_bad in the probe zone: +2 % of last_bad.
     let probe = g.step(1000.0, 0.0);
     assert_to(&probe, "up", 102.08);
-    // 2 % is the dead band: the default would hold at 102.08 for good.
+    // 3 % is the dead band: the default would hold at 102.08 for good.
     let mut d = default(102.08, Some(104.0));
-    assert_hold(&d.step(1000.0, 20.0), HoldReason::DeadBand);
+    assert_hold(&d.step(1000.0, 30.0), HoldReason::DeadBand);
     // Robust goes back to where the probe started.
-    let back = g.step(1000.0, 20.0);
+    let back = g.step(1000.0, 30.0);
     assert_to(&back, "down", 100.0);
     assert_eq!(back.last_bad, Some(102.08));
     assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
@@ -238,7 +328,7 @@ fn a_failed_probe_is_undone_and_the_next_one_waits_longer() {
 fn a_successful_probe_resets_the_wait() {
     let mut g = robust(100.0, Some(104.0));
     g.step(1000.0, 0.0); // probe to 102.08
-    g.step(1000.0, 20.0); // undone: dwell 2
+    g.step(1000.0, 30.0); // undone: dwell 2
     g.step(1000.0, 0.0); // settling
     g.step(1000.0, 0.0); // dwelling
     let up = g.step(1000.0, 0.0);
@@ -259,17 +349,21 @@ fn a_failed_probe_that_breaches_goes_back_no_further_than_its_start() {
 #[test]
 fn a_large_up_into_the_dead_band_backs_off_a_step() {
     let mut g = robust(64.0, None);
-    assert_to(&g.step(1000.0, 0.0), "up", 96.0);
-    assert_to(&g.step(1000.0, 30.0), "down", 96.0 * BAND_BACK_OFF);
-    let mut d = default(96.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
+    assert_to(&g.step(1000.0, 30.0), "down", 128.0 * BAND_BACK_OFF);
+    let mut d = default(128.0, None);
     assert_hold(&d.step(1000.0, 30.0), HoldReason::DeadBand);
+    // Below 40 % of high, the band is held like the default holds it.
+    let mut g = robust(64.0, None);
+    g.step(1000.0, 0.0);
+    assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
 }
 
 #[test]
 fn failing_where_it_was_clean_after_a_retreat_is_a_breach() {
     let mut g = robust(100.0, Some(104.0));
     g.step(1000.0, 0.0); // probe to 102.08
-    g.step(1000.0, 20.0); // undone, back at 100
+    g.step(1000.0, 30.0); // undone, back at 100
     assert_hold(&g.step(1000.0, 30.0), HoldReason::Settling);
     // 3 % at an offer that was clean: retries or a backlog. Back off.
     assert_to(&g.step(1000.0, 30.0), "down", 90.0);
@@ -282,10 +376,10 @@ fn after_a_memory_clear_the_reprobe_adds_doubling_increments() {
     assert_to(&g.step(1000.0, 0.0), "up", 1040.0);
     let clear = g.step(1000.0, 0.0);
     assert!(clear.memory_cleared);
-    // +2 % of the clearing offer, then 4 %, 8 %: not x2.
-    assert_to(&clear, "up", 1040.0 + 20.8);
-    assert_to(&g.step(1000.0, 0.0), "up", 1060.8 + 41.6);
-    assert_to(&g.step(1000.0, 0.0), "up", 1102.4 + 83.2);
+    // +25 % of the clearing offer, then 50 %, then capped by slow start's x2.
+    assert_to(&clear, "up", 1040.0 + 260.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 1300.0 + 520.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 1820.0 + 1040.0);
 
     let mut d = default(1000.0, Some(1000.0));
     d.step(1000.0, 0.0);

@@ -290,10 +290,184 @@ fn invalid_configs_are_rejected_with_every_error() {
     assert!(errors[0].to_string().contains("capacity"));
 }
 
+#[test]
+fn lagged_failures_can_resolve_two_ticks_late() {
+    let mut cfg = ModelConfig::new(ModelKind::Lagged, C);
+    cfg.lag_ticks = 2;
+    let mut m = TargetModel::new(cfg).unwrap();
+    let r = m.tick(2.0 * C);
+    assert_eq!((r.attempts, r.failures), (1_000, 0));
+    let r = m.tick(0.5 * C);
+    assert_eq!((r.attempts, r.failures), (500, 0), "not yet");
+    let r = m.tick(0.5 * C);
+    assert_eq!(
+        (r.attempts, r.failures),
+        (500 + 1_000, 1_000),
+        "two ticks late"
+    );
+    let mut bad = ModelConfig::new(ModelKind::Lagged, C);
+    bad.lag_ticks = 0;
+    assert_eq!(
+        TargetModel::new(bad).unwrap_err(),
+        vec![ModelError::LagTicks]
+    );
+}
+
+#[test]
+fn retry_churn_retries_every_failure_once_as_load() {
+    let mut m = model(ModelKind::RetryChurn);
+    assert_eq!(m.tick(C).failures, 0);
+    // 2 C fresh: 2000 attempts, the 1000 above capacity fail.
+    let r = m.tick(2.0 * C);
+    assert_eq!((r.attempts, r.failures), (2_000, 1_000));
+    // Back at 0.8 C: 800 fresh + 800 retries (one per fresh at most) meet
+    // capacity 1000, so 600 fail although the fresh load is below capacity.
+    let r = m.tick(0.8 * C);
+    assert_eq!((r.attempts, r.failures), (1_600, 600));
+    // The 600 retried: 1400 attempts, 400 fail; then 1200/200; 1000/0.
+    let r = m.tick(0.8 * C);
+    assert_eq!((r.attempts, r.failures), (1_400, 400));
+    let r = m.tick(0.8 * C);
+    assert_eq!((r.attempts, r.failures), (1_200, 200));
+    let r = m.tick(0.8 * C);
+    assert_eq!((r.attempts, r.failures), (1_000, 0));
+    assert_eq!(m.tick(0.8 * C).attempts, 800);
+}
+
+#[test]
+fn drift_follows_one_sinusoid_per_run() {
+    let mut cfg = ModelConfig::new(ModelKind::Drift, C);
+    cfg.run_ticks = 400;
+    let mut m = TargetModel::new(cfg).unwrap();
+    let mut caps = Vec::new();
+    for _ in 0..400 {
+        caps.push(m.tick(C).capacity);
+    }
+    assert!((caps[0] - C).abs() < 1e-9);
+    assert!(
+        (caps[100] - 1.3 * C).abs() < 1e-9,
+        "a quarter period: {}",
+        caps[100]
+    );
+    assert!((caps[200] - C).abs() < 1e-6);
+    assert!(
+        (caps[300] - 0.7 * C).abs() < 1e-9,
+        "three quarters: {}",
+        caps[300]
+    );
+    // Slow: never more than 2 pi 0.3 / 400 of C per tick.
+    let max_step = caps
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        max_step <= 2.0 * std::f64::consts::PI * 0.3 / 400.0 * C + 1e-9,
+        "{max_step}"
+    );
+    // Failures are the rejector's at the drifted capacity.
+    let mut m = TargetModel::new(ModelConfig {
+        run_ticks: 4,
+        ..ModelConfig::new(ModelKind::Drift, C)
+    })
+    .unwrap();
+    m.tick(C);
+    let r = m.tick(1.3 * C * 2.0);
+    assert_eq!((r.capacity, r.failures), (1.3 * C, 1_300));
+}
+
+#[test]
+fn bursts_fail_whatever_the_load() {
+    let mut m = model(ModelKind::Bursts);
+    let ticks = 20_000;
+    let (mut burst_ticks, mut runs, mut in_burst) = (0u32, Vec::new(), 0u32);
+    for _ in 0..ticks {
+        // Far below capacity: every failure is load-independent.
+        let r = m.tick(0.5 * C);
+        if r.failures > 0 {
+            burst_ticks += 1;
+            in_burst += 1;
+            let frac = r.frac();
+            assert!(
+                (0.25..0.65).contains(&frac),
+                "a burst fails 30-60 %: {frac}"
+            );
+        } else if in_burst > 0 {
+            runs.push(in_burst);
+            in_burst = 0;
+        }
+    }
+    let share = f64::from(burst_ticks) / f64::from(ticks);
+    assert!(
+        (0.045..0.075).contains(&share),
+        "about 6 % of ticks: {share}"
+    );
+    // Runs are 1 to 3 ticks (two bursts can touch, so allow up to 6).
+    assert!(runs.iter().all(|&r| (1..=6).contains(&r)), "{runs:?}");
+    let mean = runs.iter().sum::<u32>() as f64 / runs.len() as f64;
+    assert!((1.7..2.4).contains(&mean), "mean burst {mean}");
+    // The same seed gives the same bursts whatever the offers.
+    let (mut a, mut b) = (model(ModelKind::Bursts), model(ModelKind::Bursts));
+    for i in 0..500 {
+        let (ra, rb) = (
+            a.tick(0.5 * C),
+            b.tick(if i % 2 == 0 { 0.2 * C } else { 0.9 * C }),
+        );
+        assert_eq!(ra.failures > 0, rb.failures > 0, "tick {i}");
+    }
+}
+
+#[test]
+fn fast_fail_overstates_the_overload() {
+    let mut m = model(ModelKind::FastFail);
+    assert_eq!(m.tick(C).failures, 0);
+    // r = 1.01: p = 0.2 / 1.2; each worker makes 10 / (1 - p + p / 20).
+    let p: f64 = 0.2 / 1.2;
+    let n = 1.01 * C * 10.0 / (1.0 - p + p / 20.0);
+    let r = m.tick(1.01 * C);
+    assert!((r.attempts as f64 - n).abs() <= 1.0, "{r:?} vs {n}");
+    assert!(
+        (r.frac() - p).abs() < 2e-3,
+        "1 % over fails 16.7 %: {}",
+        r.frac()
+    );
+    // Served attempts stay at capacity at any overload.
+    let f = frac_over(&mut m, 2.0 * C, 100);
+    let p2 = 20.0 / 21.0;
+    assert!((f - p2).abs() < 1e-3, "{f}");
+    let r = m.tick(2.0 * C);
+    assert!((r.successes() as f64 - 1_000.0).abs() <= 1.0, "{r:?}");
+}
+
+#[test]
+fn poisson_attempts_vary_around_the_mean() {
+    let mut cfg = ModelConfig::new(ModelKind::Rejector, C);
+    cfg.poisson = true;
+    let mut m = TargetModel::new(cfg.clone()).unwrap();
+    let xs: Vec<f64> = (0..2_000).map(|_| m.tick(C).attempts as f64).collect();
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+    assert!((mean - 1_000.0).abs() < 5.0, "{mean}");
+    assert!(
+        (var / 1_000.0 - 1.0).abs() < 0.15,
+        "Poisson: variance = mean, got {var}"
+    );
+    // Failures are binomial around the rejector's half at 2 C.
+    let f = frac_over(&mut m, 2.0 * C, 200);
+    assert!((f - 0.5).abs() < 0.01, "{f}");
+    // The same seed, the same windows.
+    let (mut a, mut b) = (
+        TargetModel::new(cfg.clone()).unwrap(),
+        TargetModel::new(cfg).unwrap(),
+    );
+    for _ in 0..100 {
+        assert_eq!(a.tick(1.3 * C), b.tick(1.3 * C));
+    }
+}
+
 proptest! {
     #[test]
     fn failures_never_exceed_attempts(
-        kind_index in 0usize..8,
+        kind_index in 0usize..ModelKind::ALL.len(),
         noise in 0.0f64..0.5,
         seed in any::<u64>(),
         offers in proptest::collection::vec(0.0f64..500.0, 1..60),

@@ -1,0 +1,327 @@
+//! Building targets from the config: the only `match` over signal and
+//! control kinds.
+//!
+//! Why it exists: every other stage works through the [`CounterSource`]
+//! and [`KnobApi`] traits, so adding a kind touches this file and the
+//! kind's own module, nothing else. The [`Builder`] also owns the HTTP
+//! clients: one shared pool for every target, and one per distinct TLS
+//! setting, reused across targets and reloads.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use thiserror::Error;
+
+use super::{Lifecycle, TargetTask};
+use crate::adapters::{goose, k6, locust};
+use crate::auth::TlsConfig;
+use crate::config::group::{static_members, MemberSpec};
+use crate::config::{ControlConfig, SignalConfig, TargetConfig};
+use crate::control::{http, Actuator, Confirm, ControlError, KnobApi, ReadBack};
+use crate::signal::{prometheus, promql, push, CounterSource};
+use crate::state::StateStore;
+use crate::telemetry::export::Exporter;
+use crate::telemetry::Telemetry;
+
+/// Options of `run` beyond the config file.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Read and decide, never write.
+    pub dry_run: bool,
+    /// Windows of history kept per target (for reports and steadiness).
+    pub history_limit: usize,
+    /// Where congestion memory is kept across restarts (opened from
+    /// `[server] state_file` by the supervisor).
+    pub state: Option<Arc<StateStore>>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            dry_run: false,
+            history_limit: crate::telemetry::HISTORY_LIMIT,
+            state: None,
+        }
+    }
+}
+
+/// Why a target could not be built.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// A target's signal or control could not be built.
+    #[error("target `{target}`: {reason}")]
+    Target {
+        /// The target's name.
+        target: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// The redirect policy of every client: follow at most 5 redirects, and
+/// only to the same host (a redirect elsewhere could read another tool's
+/// counters).
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_host = attempt
+            .previous()
+            .first()
+            .map(|first| first.host_str() == attempt.url().host_str())
+            .unwrap_or(false);
+        if attempt.previous().len() > 5 || !same_host {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .redirect(redirect_policy())
+        .pool_idle_timeout(Duration::from_secs(30))
+        .user_agent(concat!("throttle-governor/", env!("CARGO_PKG_VERSION")))
+}
+
+/// The shared HTTP client: pooled connections, a connect timeout, and no
+/// redirects to other hosts.
+pub fn http_client() -> Result<reqwest::Client, BuildError> {
+    client_builder()
+        .build()
+        .map_err(|e| BuildError::Client(e.to_string()))
+}
+
+/// Builds targets; holds the clients and the telemetry they report to.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    client: reqwest::Client,
+    tls: Arc<Mutex<HashMap<String, reqwest::Client>>>,
+    telemetry: Arc<Telemetry>,
+    opts: RunOptions,
+}
+
+impl Builder {
+    /// A builder with a new shared client.
+    pub fn new(telemetry: Arc<Telemetry>, opts: RunOptions) -> Result<Self, BuildError> {
+        Ok(Builder {
+            client: http_client()?,
+            tls: Arc::default(),
+            telemetry,
+            opts,
+        })
+    }
+
+    /// The shared client (service discovery uses it).
+    pub fn client(&self) -> reqwest::Client {
+        self.client.clone()
+    }
+
+    /// The telemetry targets report to.
+    pub fn telemetry(&self) -> &Arc<Telemetry> {
+        &self.telemetry
+    }
+
+    /// The client for a TLS config: the shared one when it is empty, else
+    /// one per distinct TLS setting (cached).
+    fn client_for(&self, tls: Option<&TlsConfig>) -> Result<reqwest::Client, String> {
+        let Some(tls) = tls.filter(|t| !t.is_empty()) else {
+            return Ok(self.client.clone());
+        };
+        let key = serde_json::to_string(tls).unwrap_or_default();
+        let mut cache = self.tls.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.get(&key) {
+            return Ok(c.clone());
+        }
+        let c = crate::auth::apply_tls(client_builder(), tls)
+            .map_err(|e| format!("tls: {e}"))?
+            .build()
+            .map_err(|e| format!("tls: {e}"))?;
+        cache.insert(key, c.clone());
+        Ok(c)
+    }
+
+    /// One member's source and actuator, and the lag its signal kind has
+    /// by default (seconds).
+    pub fn member(
+        &self,
+        t: &TargetConfig,
+        spec: &MemberSpec,
+    ) -> Result<(Arc<dyn CounterSource>, Actuator, f64), String> {
+        let signal_client = self.client_for(spec.signal.tls())?;
+        let control_client = self.client_for(spec.control.tls())?;
+        let source = source_with(&spec.signal, signal_client, Some(&self.telemetry))?;
+        let actuator = actuator_for(
+            &spec.control,
+            t.knob.is_integer(),
+            &source,
+            control_client,
+            t.window,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((source, actuator, default_lag(&spec.signal, t.window)))
+    }
+
+    /// The task of one validated target (single or group).
+    pub fn task(&self, t: &TargetConfig) -> Result<TargetTask, BuildError> {
+        let err = |reason: String| BuildError::Target {
+            target: t.name.clone(),
+            reason,
+        };
+        let params = t.params().map_err(|e| {
+            err(e
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; "))
+        })?;
+        let static_specs = if t.is_group() {
+            static_members(t).map_err(&err)?
+        } else {
+            let one = MemberSpec {
+                name: t.name.clone(),
+                address: None,
+                weight: 1.0,
+                signal: t.signal.clone(),
+                control: t.control.clone(),
+            };
+            // A single target must build: fail now, not in the loop.
+            self.member(t, &one).map_err(&err)?;
+            vec![one]
+        };
+        Ok(TargetTask {
+            config: t.clone(),
+            params,
+            dry_run: self.opts.dry_run,
+            state: self.opts.state.clone(),
+            lifecycle: Lifecycle::default(),
+            builder: self.clone(),
+            exporter: Exporter::new(self.telemetry.clone(), &t.name, t.knob, self.opts.dry_run),
+            static_specs,
+        })
+    }
+}
+
+/// The lag a signal kind has when the source cannot estimate it: Locust's
+/// stats cache; a push or PromQL signal one window (until the source sees
+/// its real interval); a direct scrape or a tool's own API none.
+pub fn default_lag(signal: &SignalConfig, window: Duration) -> f64 {
+    match signal {
+        SignalConfig::Locust(_) => crate::config::limits::LOCUST_STATS_CACHE.as_secs_f64(),
+        SignalConfig::Push(_) | SignalConfig::Promql(_) => window.as_secs_f64(),
+        SignalConfig::Prometheus(_) | SignalConfig::K6(_) | SignalConfig::Goose(_) => 0.0,
+    }
+}
+
+/// Builds the source of a signal config (a push source is not connected
+/// to any push endpoint: see [`Builder`]).
+pub fn source(
+    cfg: &SignalConfig,
+    client: reqwest::Client,
+) -> Result<Arc<dyn CounterSource>, String> {
+    source_with(cfg, client, None)
+}
+
+fn source_with(
+    cfg: &SignalConfig,
+    client: reqwest::Client,
+    telemetry: Option<&Arc<Telemetry>>,
+) -> Result<Arc<dyn CounterSource>, String> {
+    Ok(match cfg {
+        SignalConfig::Prometheus(p) => Arc::new(prometheus::PrometheusSource::new(p, client)?),
+        SignalConfig::Locust(l) => Arc::new(locust::LocustSource::new(l, client)),
+        SignalConfig::K6(k) => Arc::new(k6::K6Source::new(k, client)),
+        SignalConfig::Goose(g) => Arc::new(goose::GooseSource::new(g)),
+        SignalConfig::Promql(q) => Arc::new(promql::PromqlSource::new(q, client)?),
+        SignalConfig::Push(p) => {
+            let source = push::PushSource::new(p)?;
+            if let Some(t) = telemetry {
+                t.push.register(source.inbox());
+            }
+            Arc::new(source)
+        }
+    })
+}
+
+/// Builds the actuator of a control config; `signal` serves as read-back
+/// when an `http` control has none.
+pub fn actuator(
+    cfg: &ControlConfig,
+    integer: bool,
+    signal: &Arc<dyn CounterSource>,
+    client: reqwest::Client,
+) -> Result<Actuator, ControlError> {
+    actuator_for(cfg, integer, signal, client, TargetConfig::default_window())
+}
+
+fn actuator_for(
+    cfg: &ControlConfig,
+    integer: bool,
+    signal: &Arc<dyn CounterSource>,
+    client: reqwest::Client,
+    window: Duration,
+) -> Result<Actuator, ControlError> {
+    let (knob, read_back, confirm): (Arc<dyn KnobApi>, ReadBack, Confirm) = match cfg {
+        ControlConfig::Http(h) => {
+            let read_back = match &h.read_back {
+                Some(rb) => {
+                    let creds = crate::auth::Credentials::resolve(&h.auth)
+                        .map_err(|e| ControlError::Config(format!("auth: {e}")))?;
+                    ReadBack::Http(http::JsonReadBack::new(
+                        rb,
+                        h.timeout,
+                        creds,
+                        client.clone(),
+                    ))
+                }
+                None if signal.has_offer() => ReadBack::Signal(signal.clone()),
+                None => {
+                    return Err(ControlError::Config(
+                        "no read-back: give [control.read_back] or signal.offer".into(),
+                    ))
+                }
+            };
+            (
+                Arc::new(http::HttpWriter::new(h, integer, client)?),
+                read_back,
+                Confirm {
+                    confirm_attempts: h.confirm_attempts,
+                    confirm_interval: h.confirm_interval,
+                    write_attempts: h.write_attempts,
+                },
+            )
+        }
+        ControlConfig::Locust(l) => (
+            Arc::new(locust::LocustControl::new(l, window, client)),
+            ReadBack::Knob,
+            Confirm {
+                confirm_attempts: l.confirm_attempts,
+                confirm_interval: l.confirm_interval,
+                write_attempts: l.write_attempts,
+            },
+        ),
+        ControlConfig::K6(k) => (
+            Arc::new(k6::K6Control::new(k, client)),
+            ReadBack::Knob,
+            Confirm {
+                confirm_attempts: k.confirm_attempts,
+                confirm_interval: k.confirm_interval,
+                write_attempts: k.write_attempts,
+            },
+        ),
+        ControlConfig::Goose(g) => (
+            Arc::new(goose::GooseControl::new(g)),
+            ReadBack::Knob,
+            Confirm {
+                confirm_attempts: g.confirm_attempts,
+                confirm_interval: g.confirm_interval,
+                write_attempts: g.write_attempts,
+            },
+        ),
+    };
+    Ok(Actuator::new(knob, read_back, integer, confirm))
+}

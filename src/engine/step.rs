@@ -1,0 +1,728 @@
+//! The window step: the one place where a window is decided (pure).
+//!
+//! Why it exists: single targets and groups used to decide in two loops
+//! that drifted apart. Here a single target is a group of one member. Each
+//! round of reads goes through [`Core::step`], which attributes every
+//! member's window to one offer, sums the attributable windows, lets the
+//! governor decide once, applies the signal-loss and outside-writer
+//! policies, and returns a value: the events to export and the shares to
+//! write. It performs no I/O and reads no clock: the caller passes the
+//! reads and the time.
+//!
+//! # Attribution: windows that belong to one offer
+//! GOVERNOR.md assumes that every attempt of a window was made at the
+//! committed offer. Outside the tool that holds only if a window starts
+//! after the offer in effect last changed, plus the signal's **lag** (how
+//! far the counters trail the load: Locust's stats cache and worker
+//! reports, a push or scrape interval). So each member keeps `quiet_from`,
+//! the earliest time a window may start:
+//!
+//! - when one of our writes finishes, `finished_at + lag`;
+//! - while a write is pending, `now + lag` (it may land at any moment);
+//! - when the tool reports a different offer that our confirmed write does
+//!   not explain, `now + lag`.
+//!
+//! A window whose baseline reading is older than `quiet_from` straddles a
+//! change: it is discarded (`throttle_windows_discarded_total`), never
+//! decided on and never used for `last_bad`. While a write is unconfirmed
+//! the offer in effect is what the tool reports, and the governor steps
+//! from that.
+
+use std::collections::BTreeMap;
+
+use super::split::split;
+use crate::control::{same_offer, ControlError};
+use crate::governor::{HoldReason, Outcome, Params, ThrottleGovernor};
+use crate::signal::{Counters, SignalError};
+use crate::telemetry::export::{Event, MemberChange};
+use crate::telemetry::MemberStatus;
+use crate::window::{WindowOutcome, WindowTracker};
+
+/// Consecutive outside changes after our confirmed writes that make a
+/// conflict (and calm windows that end one).
+pub const CONFLICT_WINDOWS: u32 = 3;
+
+/// What a member's writer has done, as the loop saw it around a read.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WriterView {
+    /// A value handed to the writer and not finished yet.
+    pub pending: Option<f64>,
+    /// Writes finished so far.
+    pub generation: u64,
+    /// When the last write finished (seconds on the task's clock).
+    pub finished_at: Option<f64>,
+    /// The value of the last finished write.
+    pub last_value: Option<f64>,
+    /// Whether the last finished write was confirmed.
+    pub last_confirmed: bool,
+    /// The tool's maximum, learned from a refused write.
+    pub tool_max: Option<f64>,
+}
+
+impl WriterView {
+    /// Whether a write is pending.
+    pub fn busy(&self) -> bool {
+        self.pending.is_some()
+    }
+}
+
+/// One member's read of a round.
+#[derive(Debug)]
+pub struct MemberRead {
+    /// The counters, or why not.
+    pub signal: Result<Counters, SignalError>,
+    /// The committed offer from a separate read-back (None: from the
+    /// counters' offer gauge).
+    pub committed: Option<Result<f64, ControlError>>,
+    /// The writer before the read.
+    pub before: WriterView,
+    /// The writer after the read.
+    pub after: WriterView,
+}
+
+/// One member's state between rounds.
+#[derive(Debug, Clone)]
+pub struct MemberState {
+    /// Its name (`member` label; the target's name for a single target).
+    pub name: String,
+    /// Its address, when it has one.
+    pub address: Option<String>,
+    /// Its weight in the split.
+    pub weight: f64,
+    /// Its counter window.
+    pub window: WindowTracker,
+    /// Whether it takes part in the split.
+    pub up: bool,
+    failed_windows: u32,
+    /// The offer its tool reported last (None when unknown).
+    pub committed: Option<f64>,
+    /// Its share of the offer.
+    pub share: Option<f64>,
+    /// The most it may be given.
+    pub ceiling_share: f64,
+    /// Its last signal error, while failing.
+    pub last_error: Option<String>,
+    quiet_from: f64,
+    seen_generation: u64,
+    last_reported: Option<f64>,
+    since_reset: Option<u32>,
+    tool_max: Option<f64>,
+    last_write: WriterView,
+    /// The lag in effect for this member's signal, in seconds.
+    pub lag: f64,
+}
+
+impl MemberState {
+    /// A new member (no baseline yet).
+    pub fn new(name: &str, address: Option<String>, weight: f64, lag: f64) -> Self {
+        MemberState {
+            name: name.to_string(),
+            address,
+            weight,
+            window: WindowTracker::default(),
+            up: true,
+            failed_windows: 0,
+            committed: None,
+            share: None,
+            ceiling_share: f64::INFINITY,
+            last_error: None,
+            quiet_from: f64::NEG_INFINITY,
+            seen_generation: 0,
+            last_reported: None,
+            since_reset: None,
+            tool_max: None,
+            last_write: WriterView::default(),
+            lag,
+        }
+    }
+
+    /// Whether its last finished write was not confirmed.
+    fn unconfirmed(&self) -> bool {
+        self.last_write.last_value.is_some() && !self.last_write.last_confirmed
+    }
+}
+
+/// The policies of one target, fixed at build time.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The configured parameters (a group's are the group's).
+    pub params: Params,
+    /// Whole numbers only.
+    pub integer: bool,
+    /// Read and decide, never write.
+    pub dry_run: bool,
+    /// Windows without a valid signal before the policy applies.
+    pub signal_loss_windows: u32,
+    /// `on_signal_loss = "floor"` (else hold).
+    pub loss_to_floor: bool,
+    /// Failed windows before a group member is down (None: a single
+    /// target, which is never dropped from its own split).
+    pub down_after: Option<u32>,
+    /// `signal_lag`, when configured (seconds).
+    pub lag_override: Option<f64>,
+    /// A group (events name their member).
+    pub group: bool,
+    /// The window's length in seconds.
+    pub window_secs: f64,
+}
+
+/// What one round produced.
+#[derive(Debug)]
+pub struct StepOut {
+    /// Everything to export, in order (the window's outcome among them).
+    pub events: Vec<Event>,
+    /// Shares to hand to members' writers.
+    pub writes: Vec<(String, f64)>,
+    /// The window's outcome.
+    pub outcome: Outcome,
+    /// Whether the outcome decided on a window (memory may have changed).
+    pub decided: bool,
+}
+
+/// The engine's decision state for one target.
+#[derive(Debug)]
+pub struct Core {
+    /// The governor.
+    pub gov: ThrottleGovernor,
+    /// The members, by name.
+    pub members: BTreeMap<String, MemberState>,
+    /// The policies.
+    pub policy: Policy,
+    loss_invalid: u32,
+    loss_lost: bool,
+    last_outside: Option<f64>,
+    /// The split must be (re)computed and written.
+    pub need_split: bool,
+    fights: u32,
+    calm: u32,
+    confirmed_since_outside: bool,
+    /// Another writer keeps changing the knob: hold, write nothing.
+    pub conflict: bool,
+}
+
+impl Core {
+    /// A core over `gov` with no members yet.
+    pub fn new(gov: ThrottleGovernor, policy: Policy) -> Self {
+        Core {
+            gov,
+            members: BTreeMap::new(),
+            policy,
+            loss_invalid: 0,
+            loss_lost: false,
+            last_outside: None,
+            need_split: false,
+            fights: 0,
+            calm: 0,
+            confirmed_since_outside: false,
+            conflict: false,
+        }
+    }
+
+    fn member_name(&self, name: &str) -> Option<String> {
+        self.policy.group.then(|| name.to_string())
+    }
+
+    /// Clamps a value into the governor's `[floor, ceiling]`.
+    pub fn clamp(&self, v: f64) -> f64 {
+        let p = self.gov.params();
+        v.clamp(p.floor, p.ceiling)
+    }
+
+    /// Resumes from a reload: the offer (clamped) and the memory.
+    pub fn resume(&mut self, current: f64, last_bad: Option<f64>, clean_streak: u32) {
+        let c = self.clamp(current);
+        self.gov.set_current(c);
+        self.gov.restore_memory(last_bad, clean_streak);
+        self.need_split = true;
+    }
+
+    /// Sets every member's ceiling share (capped by the tool's maximum) and
+    /// lowers the governor's ceiling to the sum over the up members (never
+    /// above the configured one). Returns the effective ceiling.
+    pub fn rebalance(&mut self) -> f64 {
+        let p = self.policy.params;
+        let weights: Vec<f64> = self.members.values().map(|m| m.weight).collect();
+        let unbounded = vec![f64::INFINITY; weights.len()];
+        let shares = split(p.ceiling, &weights, &unbounded, self.policy.integer);
+        let mut eff = 0.0;
+        for (m, s) in self.members.values_mut().zip(shares) {
+            m.ceiling_share = match m.tool_max {
+                Some(max) => s.min(max),
+                None => s,
+            };
+            if m.up {
+                eff += m.ceiling_share;
+            }
+        }
+        if eff > 0.0 {
+            let ceiling = eff.min(p.ceiling);
+            let floor = p.floor.min(ceiling);
+            let q = Params {
+                ceiling,
+                floor,
+                start: p.start.clamp(floor, ceiling),
+                ..p
+            };
+            if q.ceiling != self.gov.params().ceiling || q.floor != self.gov.params().floor {
+                let st = self.gov.state();
+                let mut g = ThrottleGovernor::with_profile(q, self.gov.profile());
+                g.restore_memory(st.last_bad, st.clean_streak);
+                g.set_current(st.current.clamp(floor, ceiling));
+                self.gov = g;
+            }
+        }
+        eff
+    }
+
+    /// The shares of `offer` over the up members, queued where they differ
+    /// from what is in effect.
+    pub fn split_writes(&mut self, offer: f64) -> Vec<(String, f64)> {
+        let integer = self.policy.integer;
+        let up: Vec<&mut MemberState> = self.members.values_mut().filter(|m| m.up).collect();
+        let weights: Vec<f64> = up.iter().map(|m| m.weight).collect();
+        let caps: Vec<f64> = up.iter().map(|m| m.ceiling_share).collect();
+        let shares = split(offer, &weights, &caps, integer);
+        let mut writes = Vec::new();
+        for (m, share) in up.into_iter().zip(shares) {
+            // A share the tool already runs needs no write.
+            let in_effect = m.committed.is_some_and(|c| same_offer(integer, c, share));
+            m.share = Some(share);
+            if !in_effect {
+                writes.push((m.name.clone(), share));
+            }
+        }
+        for m in self.members.values_mut().filter(|m| !m.up) {
+            m.share = None;
+        }
+        writes
+    }
+
+    /// `name=share` for the log.
+    pub fn split_parts(&self, knob: crate::governor::Control) -> String {
+        use crate::telemetry::logging::offer;
+        self.members
+            .values()
+            .map(|m| match (m.up, m.share) {
+                (true, Some(s)) => format!("{}={}", m.name, offer(knob, s)),
+                (true, None) => format!("{}=?", m.name),
+                (false, _) => format!("{}=down", m.name),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The members' statuses, for `/api/v1/groups`.
+    pub fn statuses(&self) -> Vec<MemberStatus> {
+        self.members
+            .values()
+            .map(|m| MemberStatus {
+                name: m.name.clone(),
+                address: m.address.clone(),
+                weight: m.weight,
+                up: m.up,
+                share: m.share,
+                ceiling_share: m.ceiling_share.is_finite().then_some(m.ceiling_share),
+                committed: m.committed,
+                last_error: m.last_error.clone(),
+            })
+            .collect()
+    }
+
+    /// Whether any member's last write was not confirmed.
+    pub fn unconfirmed(&self) -> bool {
+        self.members.values().any(|m| m.up && m.unconfirmed())
+    }
+
+    /// When a new baseline may be read after the writes now finished: the
+    /// latest `finished_at + lag` over members (None while any is busy).
+    pub fn rebase_at(&self, views: &BTreeMap<String, WriterView>) -> Option<f64> {
+        let mut at = f64::NEG_INFINITY;
+        for (name, v) in views {
+            if v.busy() {
+                return None;
+            }
+            let lag = self.members.get(name).map(|m| m.lag).unwrap_or(0.0);
+            if let Some(f) = v.finished_at {
+                at = at.max(f + lag);
+            }
+        }
+        Some(at)
+    }
+
+    /// Folds one round of reads taken at `at` (seconds on the task's clock).
+    pub fn step(&mut self, at: f64, mut reads: BTreeMap<String, MemberRead>) -> StepOut {
+        let integer = self.policy.integer;
+        let mut ev = Vec::new();
+        let mut writes: Vec<(String, f64)> = Vec::new();
+        let mut changed = false;
+        let mut sum = (0.0, 0.0);
+        let mut contributors = 0;
+        let mut valid_reads = 0;
+        let mut discarded = 0;
+        let mut resets = 0;
+        let mut errors: Vec<String> = Vec::new();
+        let mut restart = false;
+        let mut idle = true;
+        let names: Vec<String> = self.members.keys().cloned().collect();
+        for name in names {
+            let member = self.member_name(&name);
+            let Some(r) = reads.remove(&name) else {
+                continue;
+            };
+            let m = self.members.get_mut(&name).expect("member of the core");
+            m.since_reset = m.since_reset.map(|n| n.saturating_add(1));
+            let finished_since = r.after.generation != m.seen_generation;
+            let busy =
+                r.before.busy() || r.after.busy() || r.before.generation != r.after.generation;
+            idle &= !busy;
+            if finished_since && r.after.last_confirmed {
+                self.confirmed_since_outside = true;
+            }
+            m.last_write = r.after;
+            if let Some(max) = r.after.tool_max {
+                if m.tool_max != Some(max) {
+                    m.tool_max = Some(max);
+                    ev.push(Event::ToolMaximum {
+                        member: member.clone(),
+                        max,
+                    });
+                    changed = true;
+                }
+            }
+            let counters = match r.signal {
+                Ok(c) => c,
+                Err(e) => {
+                    ev.push(Event::SignalError {
+                        member: member.clone(),
+                        error_type: e.error_type(),
+                        message: e.to_string(),
+                    });
+                    m.failed_windows += 1;
+                    m.committed = None;
+                    m.last_error = Some(format!("{}: {e}", e.error_type()));
+                    errors.push(match &member {
+                        Some(n) => format!("{n}: {e}"),
+                        None => e.to_string(),
+                    });
+                    if let Some(n) = self.policy.down_after {
+                        if m.up && m.failed_windows >= n {
+                            m.up = false;
+                            changed = true;
+                            // Its counters may restart with it: rejoin from a new baseline.
+                            m.window.reset();
+                            ev.push(Event::Member {
+                                member: name.clone(),
+                                change: MemberChange::Down,
+                            });
+                        }
+                    }
+                    // A write that finished meanwhile still moves the start
+                    // of the next attributable window.
+                    if finished_since {
+                        if let Some(f) = r.after.finished_at {
+                            m.quiet_from = m.quiet_from.max(f + m.lag);
+                        }
+                        m.seen_generation = r.after.generation;
+                    }
+                    continue;
+                }
+            };
+            m.failed_windows = 0;
+            m.last_error = None;
+            if !m.up {
+                m.up = true;
+                changed = true;
+                ev.push(Event::Member {
+                    member: name.clone(),
+                    change: MemberChange::Back,
+                });
+            }
+            let lag = self
+                .policy
+                .lag_override
+                .or(counters.lag.map(|d| d.as_secs_f64()))
+                .unwrap_or(m.lag);
+            m.lag = lag;
+            let reported = match r.committed {
+                Some(Ok(v)) => Some(v),
+                Some(Err(error)) => {
+                    ev.push(Event::ControlReadError {
+                        member: member.clone(),
+                        error,
+                    });
+                    None
+                }
+                None => counters.offer,
+            };
+            let reported = match reported {
+                Some(v) if !v.is_finite() || v < 0.0 => {
+                    ev.push(Event::InvalidReading {
+                        member: member.clone(),
+                        value: v,
+                    });
+                    None
+                }
+                v => v,
+            };
+            // Attribution (see the module docs).
+            if finished_since {
+                if let Some(f) = r.after.finished_at {
+                    m.quiet_from = m.quiet_from.max(f + lag);
+                }
+            }
+            if busy {
+                m.quiet_from = m.quiet_from.max(at + lag);
+            }
+            if let (Some(prev), Some(now)) = (m.last_reported, reported) {
+                let ours = finished_since
+                    && r.after.last_confirmed
+                    && r.after
+                        .last_value
+                        .is_some_and(|v| same_offer(integer, v, now));
+                if !same_offer(integer, prev, now) && !ours {
+                    m.quiet_from = m.quiet_from.max(at + lag);
+                }
+            }
+            m.seen_generation = r.after.generation;
+            if reported.is_some() {
+                m.last_reported = reported;
+            }
+            m.committed = reported;
+            let baseline_at = m.window.baseline().map(|b| b.at_secs);
+            let reading = counters.reading(at);
+            match m.window.observe(reading) {
+                Ok(WindowOutcome::Window(w)) => {
+                    valid_reads += 1;
+                    if baseline_at.is_some_and(|b| b >= m.quiet_from - 1e-9) {
+                        sum.0 += w.attempts;
+                        sum.1 += w.failures;
+                        contributors += 1;
+                    } else {
+                        discarded += 1;
+                        ev.push(Event::Discarded {
+                            member: member.clone(),
+                            reason: "offer_change",
+                        });
+                    }
+                }
+                Ok(WindowOutcome::Baseline) => valid_reads += 1,
+                Ok(WindowOutcome::CounterReset) => {
+                    resets += 1;
+                    m.since_reset = Some(0);
+                    ev.push(Event::CounterReset {
+                        member: member.clone(),
+                    });
+                }
+                Err(e) => {
+                    ev.push(Event::SignalError {
+                        member: member.clone(),
+                        error_type: e.error_type(),
+                        message: e.to_string(),
+                    });
+                    errors.push(e.to_string());
+                }
+            }
+            // Counters went down and the knob moved away from our share: the
+            // tool restarted with its own default. Put our share back instead
+            // of slow-starting from theirs.
+            if !self.policy.dry_run && !busy && m.since_reset.is_some_and(|n| n <= 1) {
+                if let (Some(now), Some(share)) = (reported, m.share) {
+                    if !same_offer(integer, now, share) {
+                        ev.push(Event::ToolRestart {
+                            member: member.clone(),
+                            reported: now,
+                            republished: share,
+                        });
+                        writes.push((name.clone(), share));
+                        m.since_reset = None;
+                        restart = true;
+                    }
+                }
+            }
+        }
+
+        if changed {
+            let eff = self.rebalance();
+            if eff > 0.0 {
+                ev.push(Event::Ceiling(self.gov.params().ceiling));
+            }
+            self.need_split = true;
+        }
+
+        // The committed offer: the sum over the up members, trusted only
+        // when no write was in flight around any read.
+        let mut outside = false;
+        let unconfirmed = self.unconfirmed();
+        if idle && !self.need_split && !restart {
+            let up: Vec<&MemberState> = self.members.values().filter(|m| m.up).collect();
+            let committed = if up.is_empty() {
+                None
+            } else {
+                up.iter().map(|m| m.committed).sum::<Option<f64>>()
+            };
+            if let Some(reported) = committed {
+                let cur = self.gov.state().current;
+                let to = self.clamp(reported);
+                if self.policy.dry_run || self.conflict {
+                    self.gov.set_current(to);
+                } else if !same_offer(integer, reported, cur) {
+                    if unconfirmed {
+                        // Our write did not land: the offer in effect is the
+                        // tool's, and the governor steps from it.
+                        ev.push(Event::ToolOffer {
+                            asked: cur,
+                            in_effect: reported,
+                        });
+                    } else {
+                        outside = true;
+                        if self.last_outside != Some(reported) {
+                            ev.push(Event::OutsideChange {
+                                from: cur,
+                                reported,
+                                to,
+                                group: self.policy.group,
+                            });
+                            self.last_outside = Some(reported);
+                        }
+                    }
+                    self.gov.set_current(to);
+                    self.need_split = true;
+                }
+            }
+        }
+        if outside {
+            self.calm = 0;
+            if self.confirmed_since_outside {
+                self.fights += 1;
+            }
+            self.confirmed_since_outside = false;
+            if !self.conflict && self.fights >= CONFLICT_WINDOWS {
+                self.conflict = true;
+                ev.push(Event::Conflict {
+                    on: true,
+                    changes: self.fights,
+                });
+            }
+        }
+
+        // The decision.
+        let decided = contributors > 0;
+        let outcome = if decided {
+            self.gov.step(sum.0, sum.1)
+        } else if discarded > 0 {
+            self.gov.hold(HoldReason::OfferChange, None, false)
+        } else if valid_reads == 0 && !errors.is_empty() {
+            if self.policy.group {
+                ev.push(Event::NoSignal {
+                    message: format!("no instance answered: {}", errors.join("; ")),
+                });
+            }
+            self.gov.hold(HoldReason::SignalError, None, false)
+        } else if valid_reads == 0 && resets > 0 {
+            self.gov.hold(HoldReason::CounterReset, None, false)
+        } else {
+            self.gov.hold(HoldReason::Baseline, None, false)
+        };
+        // Calm: decided windows in a row with the knob left alone. Enough of
+        // them forgive earlier fights (and end a conflict).
+        if decided && !outside {
+            self.calm += 1;
+            if self.calm >= CONFLICT_WINDOWS {
+                self.fights = 0;
+                if self.conflict {
+                    self.conflict = false;
+                    self.calm = 0;
+                    ev.push(Event::Conflict {
+                        on: false,
+                        changes: 0,
+                    });
+                }
+            }
+        }
+
+        // Signal loss: no member gave a valid read.
+        let invalid = valid_reads == 0 && (resets > 0 || !errors.is_empty());
+        if invalid {
+            self.loss_invalid += 1;
+            if !self.loss_lost && self.loss_invalid >= self.policy.signal_loss_windows {
+                self.loss_lost = true;
+                let p = *self.gov.params();
+                let current = self.gov.state().current;
+                let to_floor = self.policy.loss_to_floor;
+                ev.push(Event::SignalLost {
+                    windows: self.loss_invalid,
+                    to_floor,
+                    current,
+                    floor: p.floor,
+                });
+                if to_floor && !self.policy.dry_run && current > p.floor {
+                    self.gov.set_current(p.floor);
+                    self.need_split = true;
+                }
+            }
+        } else if valid_reads > 0 {
+            if self.loss_lost {
+                ev.push(Event::SignalBack {
+                    current: self.gov.state().current,
+                });
+            }
+            self.loss_invalid = 0;
+            self.loss_lost = false;
+        }
+
+        if outcome.is_movement() {
+            self.need_split = true;
+        }
+        let not_written = self.policy.dry_run || self.conflict;
+        // While a write is pending or unconfirmed, the offer in effect is
+        // what the tool reports, never the value asked for.
+        let in_effect = if idle && !unconfirmed {
+            None
+        } else {
+            let up: Vec<&MemberState> = self.members.values().filter(|m| m.up).collect();
+            if up.is_empty() {
+                None
+            } else {
+                up.iter()
+                    .map(|m| m.committed)
+                    .sum::<Option<f64>>()
+                    .map(|v| self.clamp(v))
+            }
+        };
+        ev.push(Event::Window {
+            outcome,
+            at,
+            window_secs: self.policy.window_secs,
+            unconfirmed,
+            in_effect,
+            not_written,
+            baseline: self.members.values().any(|m| m.window.baseline().is_some()),
+        });
+        if self.need_split && !not_written && self.members.values().any(|m| m.up) {
+            let offer = self.gov.state().current;
+            for w in self.split_writes(offer) {
+                if !writes.iter().any(|(n, _)| *n == w.0) {
+                    writes.push(w);
+                }
+            }
+            self.need_split = false;
+            if changed && self.policy.group {
+                ev.push(Event::Split {
+                    parts: self.split_parts(self.policy.params.control),
+                });
+            }
+        }
+        if self.policy.group {
+            ev.push(Event::Members(self.statuses()));
+        }
+        StepOut {
+            events: ev,
+            writes,
+            outcome,
+            decided,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,397 @@
+//! The window step on synthetic reads: attribution, outside writers,
+//! unconfirmed writes, bounds, signal loss and conflicts.
+
+use std::time::Duration;
+
+use super::*;
+use crate::governor::{Control, Decision, Profile};
+use crate::telemetry::export::Event;
+
+fn params(ceiling: f64) -> Params {
+    Params::new(
+        Control::Concurrency,
+        Some(ceiling),
+        1.0,
+        Some(4.0),
+        0.05,
+        None,
+    )
+    .unwrap()
+}
+
+fn core(members: &[&str], lag: f64) -> Core {
+    let p = params(100.0);
+    let mut c = Core::new(
+        ThrottleGovernor::with_profile(p, Profile::Default),
+        Policy {
+            params: p,
+            integer: true,
+            dry_run: false,
+            signal_loss_windows: 3,
+            loss_to_floor: true,
+            down_after: (members.len() > 1).then_some(2),
+            lag_override: None,
+            group: members.len() > 1,
+            window_secs: 2.0,
+        },
+    );
+    for m in members {
+        c.members
+            .insert(m.to_string(), MemberState::new(m, None, 1.0, lag));
+    }
+    c.rebalance();
+    c
+}
+
+/// A read of cumulative `attempts`/`failures` with the tool reporting `offer`.
+fn read(attempts: f64, failures: f64, offer: f64, w: WriterView) -> MemberRead {
+    MemberRead {
+        signal: Ok(Counters {
+            first: attempts,
+            failures,
+            successes_form: false,
+            offer: None,
+            lag: None,
+        }),
+        committed: Some(Ok(offer)),
+        before: w,
+        after: w,
+    }
+}
+
+fn one(name: &str, r: MemberRead) -> BTreeMap<String, MemberRead> {
+    BTreeMap::from([(name.to_string(), r)])
+}
+
+/// A writer that finished `generation` writes, the last of `value` at `at`.
+fn wrote(generation: u64, value: f64, at: f64, confirmed: bool) -> WriterView {
+    WriterView {
+        pending: None,
+        generation,
+        finished_at: Some(at),
+        last_value: Some(value),
+        last_confirmed: confirmed,
+        tool_max: None,
+    }
+}
+
+fn reason(o: &Outcome) -> Option<HoldReason> {
+    o.reason
+}
+
+fn has(out: &StepOut, f: impl Fn(&Event) -> bool) -> bool {
+    out.events.iter().any(f)
+}
+
+#[test]
+fn the_opening_write_starts_the_first_window_after_it() {
+    let mut c = core(&["t"], 0.0);
+    // The opening offer 4 was confirmed at 0.5 s.
+    let w = wrote(1, 4.0, 0.5, true);
+    let out = c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    assert_eq!(reason(&out.outcome), Some(HoldReason::Baseline));
+    let out = c.step(3.0, one("t", read(100.0, 0.0, 4.0, w)));
+    assert!(out.decided, "{:?}", out.outcome);
+    assert_eq!(out.outcome.decision, Decision::Up(8.0));
+    assert_eq!(out.writes, vec![("t".to_string(), 8.0)]);
+}
+
+#[test]
+fn a_window_that_straddles_our_write_is_never_decided_on() {
+    let mut c = core(&["t"], 0.0);
+    let w1 = wrote(1, 4.0, 0.1, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w1)));
+    let out = c.step(3.0, one("t", read(100.0, 0.0, 4.0, w1)));
+    assert_eq!(out.outcome.decision, Decision::Up(8.0));
+    // The write of 8 lands at 3.2 s; the read at 5 s closes a window that
+    // began at 3 s, at the old offer: discarded, whatever it says.
+    let w2 = wrote(2, 8.0, 3.2, true);
+    let before = c.gov.state();
+    let out = c.step(5.0, one("t", read(200.0, 90.0, 8.0, w2)));
+    assert!(!out.decided);
+    assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+    assert_eq!(
+        c.gov.state().last_bad,
+        before.last_bad,
+        "no last_bad from it"
+    );
+    assert!(has(&out, |e| matches!(
+        e,
+        Event::Discarded {
+            reason: "offer_change",
+            ..
+        }
+    )));
+    assert!(out.writes.is_empty());
+    // The next window, wholly at 8, is decided.
+    let out = c.step(7.0, one("t", read(300.0, 90.0, 8.0, w2)));
+    assert!(out.decided);
+    assert_eq!(out.outcome.decision, Decision::Up(16.0));
+}
+
+#[test]
+fn the_lag_pushes_the_first_attributable_window_back() {
+    // A signal that trails the load by 3 s (Locust with workers).
+    let mut c = core(&["t"], 3.0);
+    let w = wrote(1, 4.0, 0.0, true);
+    // Baselines taken before 0 + 3 s do not start windows.
+    assert!(!c.step(1.0, one("t", read(0.0, 0.0, 4.0, w))).decided);
+    let out = c.step(3.5, one("t", read(50.0, 20.0, 4.0, w)));
+    assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+    let out = c.step(5.5, one("t", read(100.0, 20.0, 4.0, w)));
+    assert!(out.decided, "baseline at 3.5 >= 3: {:?}", out.outcome);
+}
+
+#[test]
+fn the_counters_own_lag_estimate_and_the_override_apply() {
+    let mut c = core(&["t"], 0.0);
+    let w = wrote(1, 4.0, 0.0, true);
+    let with_lag = |a: f64| {
+        let mut r = read(a, 0.0, 4.0, w);
+        if let Ok(c) = r.signal.as_mut() {
+            c.lag = Some(Duration::from_secs(5));
+        }
+        r
+    };
+    c.step(1.0, one("t", with_lag(0.0)));
+    assert!(!c.step(3.0, one("t", with_lag(10.0))).decided, "5 s lag");
+    assert!(
+        !c.step(6.0, one("t", with_lag(20.0))).decided,
+        "baseline 3 < 5"
+    );
+    assert!(c.step(8.0, one("t", with_lag(30.0))).decided);
+    assert_eq!(c.members["t"].lag, 5.0);
+    // An override wins over the source's estimate.
+    let mut c = core(&["t"], 0.0);
+    c.policy.lag_override = Some(0.0);
+    c.step(1.0, one("t", with_lag(0.0)));
+    assert!(c.step(3.0, one("t", with_lag(10.0))).decided);
+}
+
+#[test]
+fn a_pending_write_makes_its_windows_unattributable() {
+    let mut c = core(&["t"], 0.0);
+    let w = wrote(1, 4.0, 0.0, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    let busy = WriterView {
+        pending: Some(8.0),
+        ..w
+    };
+    // The write may land before the read: the window is not the old offer's.
+    let out = c.step(3.0, one("t", read(100.0, 0.0, 4.0, busy)));
+    assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+    let out = c.step(5.0, one("t", read(200.0, 0.0, 4.0, busy)));
+    assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+    // It finishes at 5.5: the window from 5 still straddles, the next not.
+    let done = wrote(2, 8.0, 5.5, true);
+    let out = c.step(7.0, one("t", read(300.0, 0.0, 8.0, done)));
+    assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+    assert!(c.step(9.0, one("t", read(400.0, 0.0, 8.0, done))).decided);
+}
+
+#[test]
+fn an_unexplained_change_of_the_reported_offer_is_discarded_and_stepped_from() {
+    let mut c = core(&["t"], 0.0);
+    let w = wrote(1, 4.0, 0.0, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    c.step(3.0, one("t", read(100.0, 0.0, 4.0, w)));
+    // We asked for 8 (confirmed), then someone set 20.
+    let w2 = wrote(2, 8.0, 3.1, true);
+    c.step(5.0, one("t", read(200.0, 0.0, 8.0, w2)));
+    let out = c.step(7.0, one("t", read(300.0, 0.0, 20.0, w2)));
+    assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+    assert!(has(
+        &out,
+        |e| matches!(e, Event::OutsideChange { reported, .. } if *reported == 20.0)
+    ));
+    assert_eq!(c.gov.state().current, 20.0);
+}
+
+#[test]
+fn an_unconfirmed_write_leaves_the_tools_offer_in_effect() {
+    let mut c = core(&["t"], 0.0);
+    let w = wrote(1, 4.0, 0.0, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    let out = c.step(3.0, one("t", read(100.0, 0.0, 4.0, w)));
+    assert_eq!(out.outcome.decision, Decision::Up(8.0));
+    // The tool never applied 8: it still runs 4.
+    let failed = wrote(2, 8.0, 3.5, false);
+    c.step(5.0, one("t", read(200.0, 0.0, 4.0, failed)));
+    assert_eq!(c.gov.state().current, 4.0, "the tool's offer, not ours");
+    assert!(c.unconfirmed());
+    let out = c.step(7.0, one("t", read(300.0, 0.0, 4.0, failed)));
+    assert!(out.decided);
+    assert_eq!(out.outcome.from, 4.0, "decided at what the tool runs");
+    assert!(!has(&out, |e| matches!(e, Event::OutsideChange { .. })));
+    let unconfirmed = out.events.iter().any(|e| {
+        matches!(
+            e,
+            Event::Window {
+                unconfirmed: true,
+                ..
+            }
+        )
+    });
+    assert!(unconfirmed, "the window is marked unconfirmed");
+}
+
+#[test]
+fn a_late_write_never_yields_an_up_on_a_window_at_the_old_offer() {
+    // The tool applies writes 3 s late; each window is 2 s.
+    let mut c = core(&["t"], 0.0);
+    let w1 = wrote(1, 4.0, 0.0, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w1)));
+    assert_eq!(
+        c.step(3.0, one("t", read(100.0, 0.0, 4.0, w1)))
+            .outcome
+            .decision,
+        Decision::Up(8.0)
+    );
+    // The write gave up unconfirmed at 4 s; the tool still runs 4.
+    let w2 = wrote(2, 8.0, 4.0, false);
+    let out = c.step(5.0, one("t", read(200.0, 0.0, 4.0, w2)));
+    assert!(!out.decided, "the window spans the write");
+    // At 6 s the tool applies 8: the window 5..7 mixes 4 and 8.
+    let out = c.step(7.0, one("t", read(300.0, 0.0, 8.0, w2)));
+    assert!(!out.decided, "{:?}", out.outcome);
+    // Only a window wholly at 8 is decided, from 8.
+    let out = c.step(9.0, one("t", read(400.0, 0.0, 8.0, w2)));
+    assert!(out.decided);
+    assert_eq!(out.outcome.from, 8.0);
+}
+
+#[test]
+fn outside_values_beyond_the_bounds_are_clamped_and_invalid_ones_ignored() {
+    let mut c = core(&["t"], 0.0);
+    let w = wrote(1, 4.0, 0.0, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    let out = c.step(3.0, one("t", read(100.0, 50.0, 1000.0, w)));
+    assert!(has(
+        &out,
+        |e| matches!(e, Event::OutsideChange { reported, to, .. } if *reported == 1000.0 && *to == 100.0)
+    ));
+    assert_eq!(c.gov.state().current, 100.0);
+    for bad in [f64::NAN, f64::INFINITY, -5.0, -1e300] {
+        let out = c.step(5.0, one("t", read(200.0, 50.0, bad, w)));
+        assert!(
+            has(&out, |e| matches!(e, Event::InvalidReading { .. })),
+            "{bad}"
+        );
+        let cur = c.gov.state().current;
+        assert!((1.0..=100.0).contains(&cur), "{bad} adopted: {cur}");
+    }
+}
+
+#[test]
+fn signal_loss_applies_to_a_group_of_one_and_to_groups() {
+    for members in [vec!["t"], vec!["a", "b"]] {
+        let mut c = core(&members, 0.0);
+        c.gov.set_current(40.0);
+        let err = || MemberRead {
+            signal: Err(SignalError::Connect("refused".into())),
+            committed: None,
+            before: WriterView::default(),
+            after: WriterView::default(),
+        };
+        let mut lost = false;
+        for i in 0..3 {
+            let reads = members.iter().map(|m| (m.to_string(), err())).collect();
+            let out = c.step(f64::from(i), reads);
+            assert_eq!(reason(&out.outcome), Some(HoldReason::SignalError));
+            lost |= has(&out, |e| {
+                matches!(e, Event::SignalLost { to_floor: true, .. })
+            });
+        }
+        assert!(lost, "{members:?}: signal loss policy not applied");
+        assert_eq!(
+            c.gov.state().current,
+            1.0,
+            "{members:?}: dropped to the floor"
+        );
+    }
+}
+
+#[test]
+fn a_second_writer_that_keeps_fighting_is_detected_and_not_raced() {
+    let mut c = core(&["t"], 0.0);
+    let mut gen = 1;
+    let mut w = wrote(gen, 4.0, 0.0, true);
+    let mut t = 1.0;
+    let mut a = 0.0;
+    c.step(t, one("t", read(a, 0.0, 4.0, w)));
+    let mut offered = 4.0;
+    let mut conflict = false;
+    for round in 0..8 {
+        // A window at our offer: clean, so we decide Up and write it...
+        t += 2.0;
+        a += 100.0;
+        let out = c.step(t, one("t", read(a, 0.0, offered, w)));
+        if out
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Conflict { on: true, .. }))
+        {
+            conflict = true;
+        }
+        if let Some((_, v)) = out.writes.first() {
+            gen += 1;
+            w = wrote(gen, *v, t + 0.1, true);
+        } else if conflict {
+            assert!(c.conflict);
+            break;
+        }
+        // ...and the other governor sets its own value right after.
+        t += 2.0;
+        a += 100.0;
+        offered = 3.0 + f64::from(round);
+        let out = c.step(t, one("t", read(a, 0.0, offered, w)));
+        if out
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Conflict { on: true, .. }))
+        {
+            conflict = true;
+        }
+    }
+    assert!(conflict, "no conflict after repeated outside changes");
+    assert!(c.conflict);
+    // While in conflict nothing is written.
+    let out = c.step(t + 2.0, one("t", read(a + 100.0, 0.0, offered, w)));
+    assert!(out.writes.is_empty());
+}
+
+#[test]
+fn a_member_down_drops_out_and_its_share_moves() {
+    let mut c = core(&["a", "b"], 0.0);
+    c.gov.set_current(40.0);
+    c.need_split = true;
+    let w = wrote(1, 20.0, 0.0, true);
+    let ok = |n: f64| read(n, 0.0, 20.0, w);
+    let down = || MemberRead {
+        signal: Err(SignalError::Connect("refused".into())),
+        committed: None,
+        before: w,
+        after: w,
+    };
+    c.step(
+        1.0,
+        BTreeMap::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]),
+    );
+    c.step(
+        3.0,
+        BTreeMap::from([("a".into(), ok(100.0)), ("b".into(), down())]),
+    );
+    let out = c.step(
+        5.0,
+        BTreeMap::from([("a".into(), ok(200.0)), ("b".into(), down())]),
+    );
+    assert!(!c.members["b"].up);
+    assert!(has(&out, |e| matches!(
+        e,
+        Event::Member {
+            change: MemberChange::Down,
+            ..
+        }
+    )));
+    assert_eq!(c.gov.params().ceiling, 50.0, "the ceiling is a's share");
+}
