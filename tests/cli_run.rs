@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_throttle-governor");
+use support::{free_port, ChildGuard, BIN};
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tg-test-{}", std::process::id()));
@@ -233,7 +233,7 @@ fn run_against_sim(
     tag: &str,
 ) -> (serde_json::Value, PathBuf) {
     let port = free_port();
-    let mut sim = Command::new(BIN)
+    let sim = Command::new(BIN)
         .args([
             "sim",
             "--model",
@@ -249,14 +249,7 @@ fn run_against_sim(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _guard = Kill(sim_take(&mut sim));
+    let _guard = ChildGuard::new(sim, "sim");
     let cfg = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"))
         .unwrap()
         .replace("127.0.0.1:9100", &format!("127.0.0.1:{port}"))
@@ -325,18 +318,6 @@ fn run_until_steady_gives_a_sawtooth_s_capacity() {
     assert!(up["offer"].as_f64().unwrap() > cap, "{up:#}");
     assert_eq!(up["within_bound"], false, "{up:#}");
     assert!(t["evidence"]["capacity"]["failure_ratio"].as_f64().unwrap() <= 0.05);
-}
-
-fn sim_take(c: &mut std::process::Child) -> std::process::Child {
-    std::mem::replace(c, Command::new("true").spawn().unwrap())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Renders the report in headless Chromium and checks the SVG chart is in

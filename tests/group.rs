@@ -1,7 +1,6 @@
 //! Target groups over real sockets: instances scraped directly, one killed
 //! mid-run; instances from a watched `file_sd` file and from HTTP SD.
 
-mod procs;
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -9,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use axum::Router;
-use procs::{write_atomic, Sim, TempDir};
 use support::{get_json, target_status, FakeTool};
+use support::{write_atomic, Sim, TempDir};
 use throttle_governor::config::Config;
 use throttle_governor::supervisor::{self, RunOptions};
 

@@ -65,8 +65,8 @@ json_pointer = "/workers"
 async fn a_group_keeps_its_profile_and_its_memory_across_restarts() {
     let a = FakeTool::start(15.0, 1.0).await;
     let b = FakeTool::start(15.0, 1.0).await;
-    let dir = support::scratch_dir("group-state");
-    let state = dir.join("state.json");
+    let dir = support::TempDir::new("group-state");
+    let state = dir.path("state.json");
     let server = format!("state_file = \"{}\"", state.display());
     let cfg = group_config(&[&a, &b], "profile = \"robust\"", &server);
 
@@ -98,7 +98,7 @@ async fn a_group_keeps_its_profile_and_its_memory_across_restarts() {
     let status = target_status(running.addr, "g").await;
     assert_eq!(status["last_bad"].as_f64(), Some(last_bad), "{status}");
     running.shutdown(Duration::from_secs(5)).await;
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -137,7 +137,7 @@ async fn outside_writer_is_stepped_from() {
     );
     // An operator sets 10 by hand; the governor must step from 10 (to 20),
     // not fight back to 100.
-    tool.state.lock().unwrap().workers = 10.0;
+    tool.state.lock().unwrap().set_workers(10.0);
     let mut seen = Vec::new();
     let ok = wait_for(Duration::from_secs(5), || {
         let w = tool.workers();

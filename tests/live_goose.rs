@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{
-    assert_governed, free_port, get_text, offers, require_installed, scratch_dir, wait_until,
-    watch_governed, ChildGuard, LimitedTarget,
+    assert_governed, free_port, get_text, offers, require_installed, wait_until, watch_governed,
+    ChildGuard, LimitedTarget, TempDir,
 };
 use throttle_governor::adapters::goose;
 use throttle_governor::config::Config;
@@ -46,7 +46,8 @@ async fn goose_is_governed_to_the_target_limit() {
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(85);
     let target = LimitedTarget::start(LIMIT, Duration::from_millis(100)).await;
-    let dir = scratch_dir("goose");
+    let tmp = TempDir::new("goose");
+    let dir = tmp.0.clone();
     let port = free_port();
     let mut cmd = Command::new(&harness);
     cmd.current_dir(&dir).args([
@@ -131,7 +132,6 @@ url = "{ws}"
     let metrics = get_text(&format!("http://{ctl}/metrics")).await;
     running.shutdown(Duration::from_secs(5)).await;
     drop(goose_proc);
-    let _ = std::fs::remove_dir_all(&dir);
 
     let (min, max, mean) = assert_governed(&seen, LIMIT as f64, Duration::from_secs(10));
     eprintln!(

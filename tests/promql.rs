@@ -2,7 +2,6 @@
 //! scraping real `sim` processes every second, and against a fake API for
 //! what a real one cannot be made to do on cue (stale samples, headers).
 
-mod procs;
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -12,8 +11,8 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
-use procs::{Prometheus, Sim};
 use support::{get_json, get_text, target_status, FakeTool};
+use support::{Prometheus, Sim};
 use throttle_governor::config::Config;
 use throttle_governor::supervisor::{self, RunOptions};
 
@@ -267,7 +266,7 @@ async fn stale_samples_are_no_signal_and_tenant_and_token_are_sent() {
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    let dir = procs::TempDir::new("promql-token");
+    let dir = support::TempDir::new("promql-token");
     let token = dir.path("token");
     std::fs::write(&token, "t0ken\n").unwrap();
     let tool = FakeTool::start(1000.0, 1.0).await;

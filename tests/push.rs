@@ -3,7 +3,6 @@
 //! listener, and the pushed sequences form the expected windows, both as
 //! cumulative counters and as per-push deltas.
 
-mod procs;
 mod support;
 
 use std::net::SocketAddr;
@@ -262,7 +261,7 @@ async fn bearer_token_and_size_limit_guard_the_push_endpoint() {
     if !support::require_tool("curl") {
         return;
     }
-    let dir = procs::TempDir::new("push-token");
+    let dir = support::TempDir::new("push-token");
     let token = dir.path("token");
     std::fs::write(&token, "s3cret\n").unwrap();
     let tool = FakeTool::start(1e6, 1.0).await;

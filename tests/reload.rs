@@ -2,14 +2,13 @@
 //! reload is rejected and the old config keeps running; SIGHUP reloads the
 //! real binary.
 
-mod procs;
 mod support;
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use procs::{free_port, write_atomic, Guard, TempDir, BIN};
+use support::{free_port, write_atomic, ChildGuard, TempDir, BIN};
 use support::{get_json, get_text, target_status, FakeTool};
 use throttle_governor::config::Config;
 use throttle_governor::supervisor::{self, RunOptions};
@@ -227,7 +226,7 @@ async fn sighup_reloads_the_running_binary() {
         .stderr(Stdio::from(log))
         .spawn()
         .unwrap();
-    let guard = Guard::new(child, "controller");
+    let guard = ChildGuard::new(child, "controller");
     let client = reqwest::Client::new();
     let up = wait_for(Duration::from_secs(10), || async {
         client

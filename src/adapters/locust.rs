@@ -12,6 +12,12 @@
 //! - The handler is memoized for [`STATS_CACHE`] (`DEFAULT_CACHE_TIME =
 //!   2.0` in web.py), so two reads closer than that return the same
 //!   numbers: a window must be at least that long.
+//! - On a master (`--master`), the answer also carries `worker_count` and a
+//!   `workers` list, and the numbers are only as new as the workers' last
+//!   report: they report every [`WORKER_REPORT_INTERVAL`]
+//!   (`WORKER_REPORT_INTERVAL = 3.0` in runners.py). The source's lag hint
+//!   ([`Counters::lag`]) is therefore the stats cache, plus the report
+//!   interval when workers are reported.
 //! - `POST /swarm` takes a form with `user_count` and `spawn_rate` and
 //!   answers `{"success": bool, "message": ..., "host": ...}`. On a running
 //!   test it retargets the users without clearing stats; after a stop it
@@ -38,6 +44,9 @@ crate::knob_api!(LocustControl);
 /// How long Locust caches `/stats/requests`.
 pub const STATS_CACHE: Duration = crate::config::limits::LOCUST_STATS_CACHE;
 
+/// How often Locust's workers report their stats to the master.
+pub const WORKER_REPORT_INTERVAL: Duration = crate::config::limits::LOCUST_WORKER_REPORT_INTERVAL;
+
 /// What one `/stats/requests` answer says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
@@ -47,6 +56,20 @@ pub struct Stats {
     pub failures: f64,
     /// The users running now (absent on very old versions).
     pub user_count: Option<f64>,
+    /// The workers a master reports (0 when Locust runs as one process).
+    pub workers: usize,
+}
+
+impl Stats {
+    /// How far these numbers may trail the load: the stats cache, plus the
+    /// workers' report interval on a master with workers.
+    pub fn lag(&self) -> Duration {
+        if self.workers > 0 {
+            STATS_CACHE + WORKER_REPORT_INTERVAL
+        } else {
+            STATS_CACHE
+        }
+    }
 }
 
 /// Parses a `/stats/requests` body.
@@ -78,10 +101,16 @@ pub fn parse_stats(body: &str) -> Result<Stats, SignalError> {
             "Locust reports more failures ({failures}) than requests ({attempts})"
         )));
     }
+    let workers = doc["worker_count"]
+        .as_u64()
+        .map(|n| n as usize)
+        .or_else(|| doc["workers"].as_array().map(|w| w.len()))
+        .unwrap_or(0);
     Ok(Stats {
         attempts,
         failures,
         user_count: count(&doc["user_count"]),
+        workers,
     })
 }
 
@@ -121,7 +150,7 @@ impl LocustSource {
             failures: s.failures,
             successes_form: false,
             offer: s.user_count,
-            lag: None,
+            lag: Some(s.lag()),
         })
     }
 }
@@ -257,9 +286,32 @@ mod tests {
             Stats {
                 attempts: 1000.0,
                 failures: 41.0,
-                user_count: Some(12.0)
+                user_count: Some(12.0),
+                workers: 0,
             }
         );
+        assert_eq!(s.lag(), STATS_CACHE);
+    }
+
+    #[test]
+    fn a_master_with_workers_lags_by_the_report_interval_too() {
+        // The shape of a real Locust 2.47 master's answer with 2 workers.
+        let master = STATS.replace(
+            r#""user_count": 12}"#,
+            r#""user_count": 12, "worker_count": 2, "workers": [{"cpu_usage": 1.8, "id": "a", "memory_usage": 57004032, "state": "running", "user_count": 5}, {"cpu_usage": 2.1, "id": "b", "memory_usage": 56930304, "state": "running", "user_count": 7}]}"#,
+        );
+        let s = parse_stats(&master).unwrap();
+        assert_eq!(s.workers, 2);
+        assert_eq!(s.lag(), Duration::from_secs(5));
+        // An older master without `worker_count`: the list still counts.
+        let listed = master.replace(r#""worker_count": 2, "#, "");
+        assert_eq!(parse_stats(&listed).unwrap().workers, 2);
+        // A master whose workers all left reports none: the cache alone.
+        let none = STATS.replace(
+            r#""user_count": 12}"#,
+            r#""user_count": 0, "worker_count": 0, "workers": []}"#,
+        );
+        assert_eq!(parse_stats(&none).unwrap().lag(), STATS_CACHE);
     }
 
     #[test]

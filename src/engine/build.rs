@@ -433,4 +433,41 @@ confirm_interval = "10ms"
         let err = super::actuator(&t.control, true, &source, builder.client()).unwrap_err();
         assert_eq!(err.error_type(), "config");
     }
+
+    /// Every example config parses to a signal kind whose default lag is
+    /// the documented one (`check` shows the same in words).
+    #[test]
+    fn each_signal_kind_has_its_documented_default_lag() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config");
+        let mut seen = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let cfg = Config::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            for t in &cfg.targets {
+                let w = t.window.as_secs_f64();
+                let (kind, want) = match &t.signal {
+                    SignalConfig::Locust(_) => ("locust", 2.0),
+                    SignalConfig::Push(_) => ("push", w),
+                    SignalConfig::Promql(_) => ("promql", w),
+                    SignalConfig::Prometheus(_) => ("prometheus", 0.0),
+                    SignalConfig::K6(_) => ("k6", 0.0),
+                    SignalConfig::Goose(_) => ("goose", 0.0),
+                };
+                assert_eq!(
+                    default_lag(&t.signal, t.window),
+                    want,
+                    "{kind} in {}",
+                    path.display()
+                );
+                seen.insert(kind);
+            }
+        }
+        for kind in ["locust", "push", "promql", "prometheus", "k6", "goose"] {
+            assert!(seen.contains(kind), "no example config reads {kind}");
+        }
+    }
 }

@@ -619,8 +619,21 @@ impl Core {
             }
         }
 
+        // A write that was not confirmed, and no read of what the tool runs
+        // (its read-back fails or hangs): the window belongs to no known
+        // offer, so it is not decided on. Stepping from the value asked for
+        // would climb on writes that never landed.
+        let unknown = unconfirmed && self.members.values().any(|m| m.up && m.committed.is_none());
+        if unknown && contributors > 0 {
+            discarded += contributors;
+            ev.push(Event::Discarded {
+                member: None,
+                reason: "offer_unknown",
+            });
+        }
+
         // The decision.
-        let decided = contributors > 0;
+        let decided = contributors > 0 && !unknown;
         let outcome = if decided {
             self.gov.step(sum.0, sum.1)
         } else if discarded > 0 {

@@ -109,7 +109,32 @@ impl PrometheusSource {
             } else {
                 None
             },
+            // A scrape reads the tool's own counters: no lag to speak of.
             lag: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scrape_reads_the_counters_with_no_lag_hint() {
+        let cfg: PrometheusSignalConfig = toml::from_str(
+            r#"url = "http://127.0.0.1:1/metrics"
+               attempts = 'a_total'
+               failures = 'f_total{outcome="failure"}'"#,
+        )
+        .unwrap();
+        let s = PrometheusSource::new(&cfg, reqwest::Client::new()).unwrap();
+        let c = s
+            .evaluate("a_total 10\nf_total{outcome=\"failure\"} 2\nf_total{outcome=\"ok\"} 8\n")
+            .unwrap();
+        assert_eq!((c.first, c.failures, c.offer), (10.0, 2.0, None));
+        // The tool's own counters, read directly: nothing trails them.
+        assert_eq!(c.lag, None);
+        let e = s.evaluate("a_total 10\n").unwrap_err();
+        assert_eq!(e.error_type(), "missing_series");
     }
 }

@@ -20,9 +20,35 @@
 //! Prometheus looks back up to five minutes for a sample, so a counter whose
 //! exporter died still "answers". A sample older than `max_age` (default:
 //! one window) is therefore no signal ([`SignalError::Stale`]). The age is
-//! taken from `timestamp()` of the series the expressions read: by default
-//! the vector selectors found in `attempts`/`successes` and `failures`
-//! ([`selectors_in`]), or an explicit `freshness` expression.
+//! taken from `timestamp()` of the series the **attempts** (or successes)
+//! expression reads ([`selectors_in`]), or from an explicit `freshness`
+//! expression. Not from the failure series: a tool writes a counter's
+//! series only while it changes (k6's remote-write output stops writing
+//! the failure counter once failures stop), so a quiet failure series is
+//! the good news, not a dead tool. VictoriaMetrics answers queries as of
+//! `-search.latencyOffset` ago (30 s by default), so its newest samples
+//! look that old: lower the flag, or raise `max_age`.
+//!
+//! Failures with no series yet: until the first failure, a tool has no
+//! failure series at all and `sum(...)` answers an empty result, which is
+//! no signal ([`SignalError::MissingSeries`]). Write the failures as
+//! `sum(...) or vector(0)` so that they read as 0 while attempts exist.
+//!
+//! A failure series that vanishes and comes back: once Prometheus stops
+//! looking back at an unwritten series (five minutes, or a staleness
+//! marker), `or vector(0)` answers 0 for it; when failures resume, the
+//! series returns with its old total. In `cumulative` mode a failure total
+//! that falls while the attempts did not is that, not a counter reset: the
+//! source keeps the last failure total until the series passes it again,
+//! so the old total is never charged to one window.
+//!
+//! Lag hint ([`Counters::lag`]): the counters are only as new as the
+//! newest sample, which is refreshed every scrape or remote-write push. The
+//! source tracks the freshness query's newest timestamp and reports the
+//! smallest change of it among the last few reads that saw one. When
+//! samples arrive more often than the reads, that is the read interval (an
+//! upper estimate, by at most one window); when they arrive less often, it
+//! is the scrape or push interval itself.
 //!
 //! What it may touch: the network, through the shared client, with a
 //! timeout on every query and a bound on every answer's size.
@@ -57,6 +83,65 @@ pub struct PromqlSource {
     freshness: Option<String>,
     /// Running totals of the increases (`mode = "increase"`), shared by clones.
     totals: Arc<Mutex<(f64, f64)>>,
+    /// What the previous reads saw, shared by clones.
+    seen: Arc<Mutex<Seen>>,
+}
+
+/// How many recent changes of the newest sample time the lag hint keeps.
+const LAG_CHANGES: usize = 8;
+
+/// What the previous reads of a [`PromqlSource`] saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// The last (first, failures) reported in cumulative mode.
+    last: Option<(f64, f64)>,
+    /// The newest sample time the freshness query answered.
+    newest: Option<f64>,
+    /// The latest changes of `newest` (seconds), oldest first.
+    changes: std::collections::VecDeque<f64>,
+}
+
+impl Seen {
+    /// Folds one cumulative reading in: a failure total that falls while
+    /// the first counter did not is a vanished failure series (keep the
+    /// last total); a first counter that falls is a reset (pass it on).
+    fn carry(&mut self, first: f64, failures: f64) -> (f64, f64) {
+        let failures = match self.last {
+            Some((last_first, last_failures))
+                if first >= last_first && failures < last_failures =>
+            {
+                tracing::debug!(
+                    from = last_failures,
+                    to = failures,
+                    "Failure total fell while attempts did not; keeping the last total (a vanished failure series, not a reset)"
+                );
+                last_failures
+            }
+            _ => failures,
+        };
+        self.last = Some((first, failures));
+        (first, failures)
+    }
+
+    /// Folds in the newest sample time; returns the lag hint.
+    fn lag(&mut self, newest: Option<f64>) -> Option<Duration> {
+        if let Some(n) = newest.filter(|n| n.is_finite()) {
+            if let Some(old) = self.newest {
+                if n > old {
+                    if self.changes.len() == LAG_CHANGES {
+                        self.changes.pop_front();
+                    }
+                    self.changes.push_back(n - old);
+                }
+            }
+            self.newest = Some(n);
+        }
+        self.changes
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.min(d))))
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    }
 }
 
 impl PromqlSource {
@@ -67,9 +152,11 @@ impl PromqlSource {
             (None, Some(s)) => (s.clone(), true),
             _ => return Err("give exactly one of `attempts` and `successes`".into()),
         };
+        // Freshness follows the attempts alone: a failure series is only
+        // written while failures happen (see the module docs).
         let freshness = match &cfg.freshness {
             Some(f) => Some(f.clone()),
-            None => freshness_query(&[&first, &cfg.failures]),
+            None => freshness_query(&[&first]),
         };
         Ok(PromqlSource {
             client,
@@ -83,6 +170,7 @@ impl PromqlSource {
             max_age: cfg.max_age,
             freshness,
             totals: Arc::new(Mutex::new((0.0, 0.0))),
+            seen: Arc::new(Mutex::new(Seen::default())),
         })
     }
 
@@ -101,16 +189,22 @@ impl PromqlSource {
         };
         let (first, failures, fresh) =
             tokio::join!(self.query(&self.first), self.query(&self.failures), fresh);
-        let (first, failures) = (first?, failures?);
-        if let (Some(fresh), Some(max_age)) = (fresh?, self.max_age) {
-            check_fresh(&fresh, max_age)?;
+        let (first, failures, fresh) = (first?, failures?, fresh?);
+        if let (Some(fresh), Some(max_age)) = (&fresh, self.max_age) {
+            check_fresh(fresh, max_age)?;
         }
+        let newest = fresh.as_ref().and_then(newest_sample);
         let (first, failures) = (
             first.require(&self.first)?,
             failures.require(&self.failures)?,
         );
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let lag = seen.lag(newest);
         let (first, failures) = match self.mode {
-            PromqlMode::Cumulative => (first, failures),
+            PromqlMode::Cumulative => seen.carry(first, failures),
             PromqlMode::Increase => {
                 for (expr, v) in [(&self.first, first), (&self.failures, failures)] {
                     if !(v.is_finite() && v >= 0.0) {
@@ -130,7 +224,7 @@ impl PromqlSource {
             failures,
             successes_form: self.successes_form,
             offer: None,
-            lag: None,
+            lag,
         })
     }
 
@@ -320,25 +414,32 @@ fn parse_go_float(s: &str) -> Option<f64> {
 /// Fails when the newest sample the freshness query reports is older than
 /// `max_age` at the answer's evaluation time.
 pub fn check_fresh(fresh: &Answer, max_age: Duration) -> Result<(), SignalError> {
+    let Some(newest) = newest_sample(fresh) else {
+        // No series at all: the value queries report that as missing.
+        return Ok(());
+    };
+    let age = fresh.at - newest;
+    if age > max_age.as_secs_f64() {
+        return Err(SignalError::Stale(format!(
+            "the newest sample is {age:.1}s old, older than max_age {}: the tool may have \
+             stopped reporting, the scrape or remote-write interval may be longer than \
+             max_age, or the server answers as of an offset (VictoriaMetrics: \
+             -search.latencyOffset, 30s by default; lower it or raise max_age)",
+            humantime::format_duration(max_age)
+        )));
+    }
+    Ok(())
+}
+
+/// The newest sample time a freshness answer reports (None when empty).
+fn newest_sample(fresh: &Answer) -> Option<f64> {
     let newest = fresh
         .values
         .iter()
         .copied()
         .filter(|v| v.is_finite())
         .fold(f64::NEG_INFINITY, f64::max);
-    if !newest.is_finite() {
-        // No series at all: the value queries report that as missing.
-        return Ok(());
-    }
-    let age = fresh.at - newest;
-    if age > max_age.as_secs_f64() {
-        return Err(SignalError::Stale(format!(
-            "the newest sample is {age:.1}s old, older than max_age {}; is the tool still \
-             reporting, and is the scrape or remote-write interval shorter than the window?",
-            humantime::format_duration(max_age)
-        )));
-    }
-    Ok(())
+    newest.is_finite().then_some(newest)
 }
 
 #[cfg(test)]
@@ -438,6 +539,61 @@ mod tests {
         let e = check_fresh(&old, Duration::from_secs(2)).unwrap_err();
         assert_eq!(e.error_type(), "stale");
         assert!(e.to_string().contains("5.0s old"), "{e}");
+        assert!(e.to_string().contains("-search.latencyOffset"), "{e}");
+    }
+
+    #[test]
+    fn a_vanished_failure_series_is_not_a_reset() {
+        let mut seen = Seen::default();
+        assert_eq!(seen.carry(100.0, 10.0), (100.0, 10.0));
+        // The failure series vanished (`or vector(0)` answers 0): keep 10.
+        assert_eq!(seen.carry(150.0, 0.0), (150.0, 10.0));
+        assert_eq!(seen.carry(200.0, 0.0), (200.0, 10.0));
+        // It comes back with its old total plus 3 new failures: the window
+        // sees those 3, never the old 10 again.
+        assert_eq!(seen.carry(250.0, 13.0), (250.0, 13.0));
+        // A real reset (attempts fall too) passes through.
+        assert_eq!(seen.carry(5.0, 1.0), (5.0, 1.0));
+        assert_eq!(seen.carry(9.0, 2.0), (9.0, 2.0));
+    }
+
+    #[test]
+    fn the_lag_hint_is_the_smallest_recent_change_of_the_newest_sample() {
+        let mut seen = Seen::default();
+        assert_eq!(
+            seen.lag(Some(100.0)),
+            None,
+            "one sample time: no change yet"
+        );
+        assert_eq!(seen.lag(Some(100.0)), None, "unchanged");
+        assert_eq!(seen.lag(Some(115.0)), Some(Duration::from_secs(15)));
+        assert_eq!(
+            seen.lag(Some(145.0)),
+            Some(Duration::from_secs(15)),
+            "30 s is an alias"
+        );
+        assert_eq!(
+            seen.lag(None),
+            Some(Duration::from_secs(15)),
+            "no answer keeps the hint"
+        );
+        // Older changes age out.
+        for i in 1..=LAG_CHANGES {
+            seen.lag(Some(145.0 + 20.0 * i as f64));
+        }
+        assert_eq!(seen.lag(None), Some(Duration::from_secs(20)));
+    }
+
+    #[test]
+    fn freshness_follows_the_attempts_series_only() {
+        let cfg: PromqlSignalConfig = toml::from_str(
+            r#"url = "http://p:9090"
+               attempts = "sum(k6_http_reqs_total)"
+               failures = "sum(k6_failed_attempts_total) or vector(0)""#,
+        )
+        .unwrap();
+        let s = PromqlSource::new(&cfg, reqwest::Client::new()).unwrap();
+        assert_eq!(s.freshness(), Some("max(timestamp(k6_http_reqs_total))"));
     }
 
     #[test]

@@ -21,6 +21,11 @@
 //! A target that has received nothing within `max_age` (default: one
 //! window) has no signal ([`SignalError::Stale`]).
 //!
+//! Lag: pushed counters are only as new as the last push, so each read
+//! carries a lag hint ([`Counters::lag`]): the longest interval observed
+//! between two consecutive pushes of one grouping key (the push interval
+//! of the slowest pusher), `None` until some group has pushed twice.
+//!
 //! Guards: a body-size limit enforced while reading, a sample limit, a cap
 //! on grouping keys per target, and an optional bearer token
 //! ([`super::token`]).
@@ -226,6 +231,27 @@ struct InboxState {
     /// Delta mode: the running totals.
     totals: (f64, f64),
     last_push: Option<Instant>,
+    /// Per grouping key: its last push, and the interval before it.
+    pushes: BTreeMap<GroupingKey, (Instant, Option<Duration>)>,
+}
+
+impl InboxState {
+    /// Records a push of `key` at `now` (for the lag hint).
+    fn note_push(&mut self, key: &GroupingKey, now: Instant) {
+        self.last_push = Some(now);
+        if !self.pushes.contains_key(key) && self.pushes.len() >= MAX_GROUPS_PER_TARGET {
+            return;
+        }
+        let entry = self.pushes.entry(key.clone()).or_insert((now, None));
+        if entry.0 < now {
+            *entry = (now, Some(now - entry.0));
+        }
+    }
+
+    /// The lag hint: the longest push interval of any group.
+    fn push_interval(&self) -> Option<Duration> {
+        self.pushes.values().filter_map(|(_, d)| *d).max()
+    }
 }
 
 impl Inbox {
@@ -278,7 +304,7 @@ impl Inbox {
             failures,
             successes_form: self.successes_form,
             offer: None,
-            lag: None,
+            lag: st.push_interval(),
         })
     }
 }
@@ -408,6 +434,7 @@ impl PushStore {
             for inbox in &readers {
                 let mut st = lock_(&inbox.state);
                 st.groups.remove(&key);
+                st.pushes.remove(&key);
                 st.last_push = Some(now);
             }
             return Ok(readers.len());
@@ -507,7 +534,7 @@ impl PushStore {
                 st.totals.0 += a;
                 st.totals.1 += f;
             }
-            st.last_push = Some(now);
+            st.note_push(&key, now);
             taken += 1;
         }
         if taken == 0 {
@@ -688,6 +715,42 @@ mod tests {
             .ingest(PushMethod::Delete, "job/nb/instance/b", "")
             .unwrap();
         assert_eq!(read(&s), (210.0, 20.0));
+    }
+
+    #[test]
+    fn the_lag_hint_is_the_slowest_groups_push_interval() {
+        let store = PushStore::default();
+        let s = source(true, &[]);
+        store.register(s.inbox());
+        let push = |group: &str| {
+            store
+                .ingest(
+                    PushMethod::Put,
+                    &format!("job/nb/instance/{group}"),
+                    &body(1.0, 0.0),
+                )
+                .unwrap();
+        };
+        push("a");
+        push("b");
+        assert_eq!(
+            s.inbox.read().unwrap().lag,
+            None,
+            "one push each: no interval yet"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        push("a");
+        push("b");
+        push("b");
+        let lag = s.inbox.read().unwrap().lag.expect("a lag after two pushes");
+        // a's interval (>= 200 ms) wins over b's back-to-back pushes.
+        assert!(lag >= Duration::from_millis(200), "{lag:?}");
+        // Deleting a group forgets its interval.
+        store
+            .ingest(PushMethod::Delete, "job/nb/instance/a", "")
+            .unwrap();
+        let lag = s.inbox.read().unwrap().lag.expect("b pushed twice");
+        assert!(lag < Duration::from_millis(200), "{lag:?}");
     }
 
     #[test]

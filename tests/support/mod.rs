@@ -10,8 +10,15 @@
 
 #![allow(dead_code)]
 
+pub mod procs;
 pub mod pull;
+pub mod real;
 pub mod tools;
+
+#[allow(unused_imports)]
+pub use procs::{
+    free_port, wait_until_blocking, write_atomic, ChildGuard, Prometheus, Sim, TempDir, BIN,
+};
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -50,10 +57,13 @@ pub enum Fault {
     IgnoreWrites,
     /// Delay admin writes by this long.
     SlowWrites(Duration),
-    /// Accept admin writes at once, and apply them this much later.
+    /// Accept admin writes at once, and apply them this much later (the
+    /// read-back shows the old value until then).
     LateApply(Duration),
     /// Report this value as the workers (the knob) on read-back.
     ReadBack(f64),
+    /// The whole admin API (writes and read-backs) hangs this long.
+    HangAdmin(Duration),
 }
 
 /// The fake's state.
@@ -69,6 +79,36 @@ pub struct FakeState {
     pub per_worker: f64,
     /// Required `Authorization` header on /metrics and on the admin API.
     pub require: Option<(String, String)>,
+    /// Every value the workers took, with when (the first is the start).
+    pub changes: Vec<(std::time::Instant, f64)>,
+}
+
+impl FakeState {
+    /// Sets the workers the fake runs, and logs the change.
+    pub fn set_workers(&mut self, w: f64) {
+        if w != self.workers {
+            self.changes.push((std::time::Instant::now(), w));
+        }
+        self.workers = w;
+    }
+
+    /// The distinct worker counts the fake ran between `from` and `to`.
+    pub fn workers_between(&self, from: std::time::Instant, to: std::time::Instant) -> Vec<f64> {
+        let mut out: Vec<f64> = Vec::new();
+        let mut current = self.changes.first().map_or(self.workers, |c| c.1);
+        for &(at, w) in &self.changes {
+            if at <= from {
+                current = w;
+            }
+        }
+        out.push(current);
+        for &(at, w) in &self.changes {
+            if at > from && at < to && !out.contains(&w) {
+                out.push(w);
+            }
+        }
+        out
+    }
 }
 
 /// A running fake tool.
@@ -98,6 +138,7 @@ impl FakeTool {
             fault: Fault::None,
             per_worker: 1.0,
             require: None,
+            changes: vec![(std::time::Instant::now(), workers)],
         }));
         let app = Router::new()
             .route("/metrics", get(metrics))
@@ -149,7 +190,7 @@ impl FakeTool {
         let mut st = self.state.lock().unwrap();
         st.attempts = 0.0;
         st.failures = 0.0;
-        st.workers = default_workers;
+        st.set_workers(default_workers);
     }
 
     /// A target config for this fake (TOML), window in ms.
@@ -250,6 +291,13 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> 
 }
 
 async fn get_workers(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> Response {
+    let hang = match s.lock().unwrap().fault {
+        Fault::HangAdmin(d) => Some(d),
+        _ => None,
+    };
+    if let Some(d) = hang {
+        tokio::time::sleep(d).await;
+    }
     let st = s.lock().unwrap();
     if !authorized(&st, &headers, true) {
         return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
@@ -277,7 +325,7 @@ async fn put_workers(
         Fault::AdminStatus(code) => {
             return (StatusCode::from_u16(code).unwrap(), "refused").into_response()
         }
-        Fault::SlowWrites(d) => tokio::time::sleep(d).await,
+        Fault::SlowWrites(d) | Fault::HangAdmin(d) => tokio::time::sleep(d).await,
         _ => {}
     }
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) else {
@@ -288,16 +336,16 @@ async fn put_workers(
     };
     let mut st = s.lock().unwrap();
     st.writes += 1;
-    if let Fault::LateApply(d) = st.fault {
-        let s = s.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(d).await;
-            s.lock().unwrap().workers = w;
-        });
-        return Json(serde_json::json!({ "workers": st.workers })).into_response();
-    }
-    if st.fault != Fault::IgnoreWrites {
-        st.workers = w;
+    match st.fault {
+        Fault::IgnoreWrites => {}
+        Fault::LateApply(d) => {
+            let later = s.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(d).await;
+                later.lock().unwrap().set_workers(w);
+            });
+        }
+        _ => st.set_workers(w),
     }
     Json(serde_json::json!({ "workers": st.workers })).into_response()
 }
@@ -426,8 +474,12 @@ pub async fn metric(controller: SocketAddr, selector: &str) -> Option<f64> {
 }
 
 /// A loopback HTTP target with a known concurrency limit: it admits at most
-/// `limit` requests at once, holds each for `service`, and answers 503
-/// (after the same hold, so a rejected client does not spin) above that.
+/// `limit` requests at once, holds each for `service`, and answers 503 above
+/// that: after the same hold ([`LimitedTarget::start`], so a rejected client
+/// does not spin), or fast ([`LimitedTarget::fast_fail`], as real services
+/// shed load: a rejected client comes straight back, and failures pile up
+/// far faster than successes). It counts what it served and rejected, so a
+/// test can judge a run by the target's own numbers.
 pub struct LimitedTarget {
     pub addr: SocketAddr,
     pub limit: usize,
@@ -445,6 +497,22 @@ impl Drop for LimitedTarget {
 
 impl LimitedTarget {
     pub async fn start(limit: usize, service: Duration) -> LimitedTarget {
+        LimitedTarget::start_with(limit, service, service).await
+    }
+
+    /// The fast-failing target of the real-tool tests: a good request takes
+    /// 200 ms, and above `limit` in flight the answer is a 503 in 10 ms.
+    pub async fn fast_fail(limit: usize) -> LimitedTarget {
+        LimitedTarget::start_with(limit, Duration::from_millis(200), Duration::from_millis(10))
+            .await
+    }
+
+    /// Holds good requests for `service` and rejected ones for `reject_after`.
+    pub async fn start_with(
+        limit: usize,
+        service: Duration,
+        reject_after: Duration,
+    ) -> LimitedTarget {
         use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
         let in_flight = Arc::new(AtomicUsize::new(0));
         let served = Arc::new(AtomicU64::new(0));
@@ -465,7 +533,7 @@ impl LimitedTarget {
                 let slot = InFlight(f);
                 if now > limit {
                     drop(slot);
-                    tokio::time::sleep(service).await;
+                    tokio::time::sleep(reject_after).await;
                     r.fetch_add(1, Ordering::Relaxed);
                     return (StatusCode::SERVICE_UNAVAILABLE, "over capacity").into_response();
                 }
@@ -504,62 +572,8 @@ impl Drop for InFlight {
     }
 }
 
-/// A child process that is killed (and reaped) when dropped, so a failing
-/// test never leaves a load tool running.
-pub struct ChildGuard {
-    pub child: std::process::Child,
-    pub name: &'static str,
-    pub log: std::path::PathBuf,
-}
-
-impl ChildGuard {
-    /// Spawns `cmd` with stdout and stderr going to `log`.
-    pub fn spawn(
-        name: &'static str,
-        mut cmd: std::process::Command,
-        log: std::path::PathBuf,
-    ) -> ChildGuard {
-        let out = std::fs::File::create(&log).unwrap();
-        let err = out.try_clone().unwrap();
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(out)
-            .stderr(err);
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        ChildGuard { child, name, log }
-    }
-
-    /// The last lines the process printed, for a failure message.
-    pub fn tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    /// Whether the process is still running.
-    pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A free TCP port on 127.0.0.1 (bound, then released for the child).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A fresh scratch directory for one test's files.
+/// A scratch directory for one test's files that outlives the test (for
+/// inspection after a failure); [`TempDir`] is the one removed on drop.
 pub fn scratch_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("throttle-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

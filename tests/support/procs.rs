@@ -1,10 +1,15 @@
-//! Test support for distributed tests: real processes on 127.0.0.1, each
-//! owned by a guard that kills it on drop (also when a test panics).
+//! Real processes on 127.0.0.1 for the tests, each owned by a guard that
+//! kills and reaps it on drop (also when a test panics), so a failing test
+//! never leaves a tool running.
 //!
+//! - [`ChildGuard`]: any child process, optionally logging to a file;
+//! - [`TempDir`]: a scratch directory removed on drop;
+//! - [`free_port`], [`wait_until_blocking`], [`write_atomic`];
 //! - [`Sim`]: `throttle-governor sim` (a simulated load tool), on a port the
 //!   OS picks, read back from its JSON start-up log line;
 //! - [`Prometheus`]: Debian's `prometheus`, in a temporary directory,
-//!   scraping given addresses every second.
+//!   scraping given addresses every second (optionally also receiving
+//!   remote writes).
 
 #![allow(dead_code)]
 
@@ -18,16 +23,35 @@ use std::time::{Duration, Instant};
 pub const BIN: &str = env!("CARGO_BIN_EXE_throttle-governor");
 
 /// A child process killed (and reaped) on drop.
-pub struct Guard {
+pub struct ChildGuard {
     pub child: Child,
-    name: String,
+    pub name: String,
+    /// Where its stdout and stderr go, when [`ChildGuard::spawn`] started it.
+    pub log: Option<PathBuf>,
 }
 
-impl Guard {
-    pub fn new(child: Child, name: &str) -> Guard {
-        Guard {
+impl ChildGuard {
+    /// Guards an already started child.
+    pub fn new(child: Child, name: &str) -> ChildGuard {
+        ChildGuard {
             child,
             name: name.to_string(),
+            log: None,
+        }
+    }
+
+    /// Spawns `cmd` with stdout and stderr going to `log`.
+    pub fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> ChildGuard {
+        let out = std::fs::File::create(&log).unwrap();
+        let err = out.try_clone().unwrap();
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        ChildGuard {
+            child,
+            name: name.to_string(),
+            log: Some(log),
         }
     }
 
@@ -40,9 +64,24 @@ impl Guard {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// The last lines the process printed, for a failure message.
+    pub fn tail(&self) -> String {
+        let Some(log) = &self.log else {
+            return String::new();
+        };
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
 }
 
-impl Drop for Guard {
+impl Drop for ChildGuard {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             eprintln!("stopping {} (pid {})", self.name, self.child.id());
@@ -87,7 +126,7 @@ pub fn free_port() -> u16 {
 
 /// A running `throttle-governor sim`.
 pub struct Sim {
-    pub guard: Guard,
+    pub guard: ChildGuard,
     pub addr: SocketAddr,
 }
 
@@ -113,7 +152,7 @@ impl Sim {
             .spawn()
             .expect("cannot start the sim");
         let stderr = child.stderr.take().unwrap();
-        let guard = Guard::new(child, "sim");
+        let guard = ChildGuard::new(child, "sim");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut sent = false;
@@ -152,7 +191,7 @@ impl Sim {
 
 /// A running Prometheus scraping some addresses every second.
 pub struct Prometheus {
-    pub guard: Guard,
+    pub guard: ChildGuard,
     pub addr: SocketAddr,
     _dir: TempDir,
 }
@@ -192,14 +231,14 @@ impl Prometheus {
             .stderr(Stdio::from(log))
             .spawn()
             .expect("cannot start prometheus");
-        let guard = Guard::new(child, "prometheus");
+        let guard = ChildGuard::new(child, "prometheus");
         let p = Prometheus {
             guard,
             addr,
             _dir: dir,
         };
         let want = targets.len();
-        let ready = wait_until(Duration::from_secs(30), || {
+        let ready = wait_until_blocking(Duration::from_secs(30), || {
             p.query("sum(up{job=\"sim\"})")
                 .is_some_and(|v| v >= want as f64)
         });
@@ -208,6 +247,58 @@ impl Prometheus {
             panic!("prometheus never scraped all {want} targets; its log:\n{log}");
         }
         p
+    }
+
+    /// Starts Prometheus with no scrape targets and the remote-write
+    /// receiver on (`--web.enable-remote-write-receiver`: tools write to
+    /// `/api/v1/write`); waits until it is ready.
+    pub fn start_receiver() -> Prometheus {
+        let dir = TempDir::new("prometheus-rw");
+        let config = dir.path("prometheus.yml");
+        std::fs::write(
+            &config,
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n",
+        )
+        .unwrap();
+        let port = free_port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let log = std::fs::File::create(dir.path("prometheus.log")).unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path("data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--web.enable-remote-write-receiver")
+            .arg("--storage.tsdb.retention.time=1h")
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("cannot start prometheus");
+        let guard = ChildGuard::new(child, "prometheus");
+        let p = Prometheus {
+            guard,
+            addr,
+            _dir: dir,
+        };
+        let ready = wait_until_blocking(Duration::from_secs(30), || {
+            Command::new("curl")
+                .args(["-sf", "-m", "2", &format!("{}/-/ready", p.url())])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        if !ready {
+            let log = std::fs::read_to_string(p._dir.path("prometheus.log")).unwrap_or_default();
+            panic!("prometheus never became ready; its log:\n{log}");
+        }
+        p
+    }
+
+    /// The URL remote writes go to.
+    pub fn write_url(&self) -> String {
+        format!("{}/api/v1/write", self.url())
     }
 
     pub fn url(&self) -> String {
@@ -236,7 +327,7 @@ impl Prometheus {
 }
 
 /// Polls `f` every 100 ms until it holds or `limit` passes.
-pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+pub fn wait_until_blocking(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if f() {

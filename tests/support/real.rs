@@ -1,0 +1,567 @@
+//! The real-tool harness: one governed run of a real load tool against a
+//! fast-failing loopback target, measured the way a user would judge it.
+//!
+//! Why it exists: every real-tool test (`tests/real_*.rs`) asks the same
+//! three questions of a run, and they must be asked the same way for each
+//! tool and signal path:
+//!
+//! 1. does the offer settle within ±20 % of the target's known limit;
+//! 2. what share of attempts failed after the first back-off, counted by
+//!    the target itself ([`LimitedTarget`] counts what it served and what it
+//!    rejected, so no tool's own bookkeeping is trusted);
+//! 3. does the capacity report give a figure within ±20 % of the limit.
+//!
+//! [`govern`] runs the controller in-process over the given config, watches
+//! `/api/v1/targets`, snapshots the target's counters at the first back-off,
+//! and builds the report with [`supervisor::Running::report`].
+//! [`Measured::assert_criteria`] prints every figure first (so a failing run
+//! still documents itself) and then asserts all three.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use throttle_governor::config::Config;
+use throttle_governor::report::SteadyRule;
+use throttle_governor::supervisor::{self, RunOptions};
+
+use super::{target_status, LimitedTarget};
+
+/// The two profiles every real-tool test runs with.
+pub const PROFILES: [&str; 2] = ["default", "robust"];
+
+/// Serializes the real-tool tests of one test binary: two real tools on a
+/// two-core machine at once would measure each other.
+/// (An async mutex: each test has its own runtime, and the guard is held
+/// across the whole run; a panicked test releases it as it unwinds.)
+pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Takes [`SERIAL`].
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().await
+}
+
+/// One observation of the governed offer.
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    /// Seconds since the controller started.
+    pub at: f64,
+    /// The committed offer the controller reports.
+    pub offer: f64,
+}
+
+/// What one governed run measured.
+#[derive(Debug)]
+pub struct Measured {
+    /// A label for messages: tool, signal path, profile.
+    pub label: String,
+    /// The target's known limit.
+    pub limit: f64,
+    /// Every observation of the offer.
+    pub points: Vec<Point>,
+    /// When the offer first went down (seconds since start).
+    pub first_backoff_at: Option<f64>,
+    /// The target's (served, rejected) at the first back-off and at the end.
+    pub at_backoff: (u64, u64),
+    pub at_end: (u64, u64),
+    /// The run's length in seconds.
+    pub secs: f64,
+    /// The capacity figure the report gives, if any.
+    pub capacity: Option<f64>,
+    /// The report's verdict for the target.
+    pub verdict: String,
+    /// The report's target entry, without its history.
+    pub summary: serde_json::Value,
+    /// The settled tail: (min, max) of the offer over its last `tail` seconds.
+    pub tail: (f64, f64),
+    /// `throttle_windows_discarded_total` for the target at the end (None
+    /// when the controller does not export it).
+    pub discarded: Option<f64>,
+    /// `throttle_signal_errors_total` for the target at the end.
+    pub signal_errors: Option<f64>,
+}
+
+impl Measured {
+    /// The offers in order, without repeats.
+    pub fn trajectory(&self) -> Vec<f64> {
+        let mut out: Vec<f64> = Vec::new();
+        for p in &self.points {
+            if out.last() != Some(&p.offer) {
+                out.push(p.offer);
+            }
+        }
+        out
+    }
+
+    /// Failed attempts / attempts at the target after the first back-off.
+    pub fn failed_after_backoff(&self) -> Option<f64> {
+        self.first_backoff_at?;
+        let served = self.at_end.0.saturating_sub(self.at_backoff.0);
+        let rejected = self.at_end.1.saturating_sub(self.at_backoff.1);
+        let all = served + rejected;
+        (all > 0).then(|| rejected as f64 / all as f64)
+    }
+
+    /// Failed attempts / attempts at the target over the whole run.
+    pub fn failed_overall(&self) -> Option<f64> {
+        let all = self.at_end.0 + self.at_end.1;
+        (all > 0).then(|| self.at_end.1 as f64 / all as f64)
+    }
+
+    /// One line with every figure (for the test log and docs/BENCHMARKS.md).
+    pub fn figures(&self) -> String {
+        let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0));
+        format!(
+            "{}: limit {}; trajectory {:?}; first back-off at {}; settled tail {}..{}; \
+             failed attempts after the first back-off {} (overall {}; target served {} rejected {}); \
+             capacity {} (verdict: {}); windows discarded {}; signal errors {}; {:.0}s",
+            self.label,
+            self.limit,
+            self.trajectory(),
+            self.first_backoff_at
+                .map_or("never".to_string(), |t| format!("{t:.1}s")),
+            self.tail.0,
+            self.tail.1,
+            pct(self.failed_after_backoff()),
+            pct(self.failed_overall()),
+            self.at_end.0,
+            self.at_end.1,
+            self.capacity
+                .map_or("none".to_string(), |c| format!("{c:.1}")),
+            self.verdict,
+            self.discarded
+                .map_or("n/a".to_string(), |d| format!("{d}")),
+            self.signal_errors.unwrap_or(0.0),
+            self.secs,
+        )
+    }
+
+    /// The issue's three criteria, all checked, all reported at once.
+    pub fn assert_criteria(&self) {
+        let line = self.figures();
+        eprintln!("REAL-TOOL RUN {line}");
+        let (lo, hi) = (0.8 * self.limit, 1.2 * self.limit);
+        let mut failed = Vec::new();
+        if self.points.is_empty() {
+            failed.push("no observations at all".to_string());
+        }
+        if self.first_backoff_at.is_none() {
+            failed.push("the offer never backed off".to_string());
+        }
+        if !(self.tail.0 >= lo && self.tail.1 <= hi) {
+            failed.push(format!(
+                "the offer did not settle within ±20% of {} ({lo}..{hi}): tail {}..{}",
+                self.limit, self.tail.0, self.tail.1
+            ));
+        }
+        match self.failed_after_backoff() {
+            Some(f) if f <= 0.15 => {}
+            Some(f) => failed.push(format!(
+                "{:.1}% of attempts failed after the first back-off (at most 15%)",
+                f * 100.0
+            )),
+            None => failed.push("no attempts after the first back-off".to_string()),
+        }
+        match self.capacity {
+            Some(c) if c >= lo && c <= hi => {}
+            Some(c) => failed.push(format!(
+                "capacity {c:.1} is not within ±20% of {} ({lo}..{hi})",
+                self.limit
+            )),
+            None => failed.push(format!("no capacity figure: {}", self.verdict)),
+        }
+        assert!(
+            failed.is_empty(),
+            "{}\n  - {}\nreport: {}",
+            line,
+            failed.join("\n  - "),
+            self.summary
+        );
+    }
+}
+
+/// The capacity figure in one target's report JSON: its `capacity`
+/// field, which the report sets only for a settled run whose writes were
+/// confirmed (never the steady offer alone).
+pub fn capacity_of(target: &serde_json::Value) -> Option<f64> {
+    target["capacity"].as_f64()
+}
+
+/// How long to watch a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Watch {
+    /// How long to keep governing after the first back-off.
+    pub settle: Duration,
+    /// The trailing span the settling criterion looks at.
+    pub tail: Duration,
+    /// The run stops here whatever happened.
+    pub deadline: Instant,
+}
+
+/// Governs `name` in `config` (TOML) until `watch.settle` after the first
+/// back-off (or the deadline), and measures it against `target`.
+pub async fn govern(
+    label: &str,
+    config: &str,
+    name: &str,
+    target: &LimitedTarget,
+    watch: Watch,
+) -> Measured {
+    let config =
+        Config::parse(config).unwrap_or_else(|e| panic!("{label}: bad config: {e}\n{config}"));
+    let running = supervisor::start(&config, RunOptions::default(), None)
+        .await
+        .unwrap_or_else(|e| panic!("{label}: the controller did not start: {e}"));
+    let ctl: SocketAddr = running.addr;
+    let counts = || {
+        (
+            target.served.load(Ordering::Relaxed),
+            target.rejected.load(Ordering::Relaxed),
+        )
+    };
+    let t0 = Instant::now();
+    let mut points: Vec<Point> = Vec::new();
+    let mut first_backoff_at = None;
+    let mut at_backoff = (0, 0);
+    let mut peak = 0.0_f64;
+    while Instant::now() < watch.deadline {
+        let st = tokio::time::timeout(Duration::from_secs(3), target_status(ctl, name))
+            .await
+            .unwrap_or(serde_json::Value::Null);
+        if let Some(offer) = st["offer"].as_f64() {
+            let at = t0.elapsed().as_secs_f64();
+            if first_backoff_at.is_none() && offer < peak {
+                first_backoff_at = Some(at);
+                at_backoff = counts();
+            }
+            peak = peak.max(offer);
+            points.push(Point { at, offer });
+        }
+        if first_backoff_at
+            .is_some_and(|b| t0.elapsed().as_secs_f64() - b >= watch.settle.as_secs_f64())
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let at_end = counts();
+    let total = |family: &str| {
+        let selector = format!("{family}{{target=\"{name}\"}}");
+        async move {
+            tokio::time::timeout(Duration::from_secs(3), super::metric(ctl, &selector))
+                .await
+                .ok()
+                .flatten()
+        }
+    };
+    let discarded = total("throttle_windows_discarded_total").await;
+    let signal_errors = total("throttle_signal_errors_total").await;
+    let report = running.report(&SteadyRule::default());
+    running.shutdown(Duration::from_secs(5)).await;
+    let secs = t0.elapsed().as_secs_f64();
+    let mut entry = serde_json::to_value(&report).unwrap()["targets"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["name"] == name).cloned())
+        .unwrap_or(serde_json::Value::Null);
+    let capacity = capacity_of(&entry);
+    let verdict = entry["verdict"].as_str().unwrap_or("no report").to_string();
+    if let Some(o) = entry.as_object_mut() {
+        o.remove("history");
+    }
+    let end = points.last().map_or(0.0, |p| p.at);
+    let tail: Vec<f64> = points
+        .iter()
+        .filter(|p| p.at >= end - watch.tail.as_secs_f64())
+        .map(|p| p.offer)
+        .collect();
+    let tail = (
+        tail.iter().copied().fold(f64::INFINITY, f64::min),
+        tail.iter().copied().fold(0.0, f64::max),
+    );
+    Measured {
+        label: label.to_string(),
+        limit: target.limit as f64,
+        points,
+        first_backoff_at,
+        at_backoff,
+        at_end,
+        secs,
+        capacity,
+        verdict,
+        summary: entry,
+        tail,
+        discarded,
+        signal_errors,
+    }
+}
+
+/// Polls `url` until it answers 2xx (each try bounded by 2 s).
+pub async fn wait_http_ok(url: &str, limit: Duration) -> bool {
+    let client = reqwest::Client::new();
+    super::wait_until(limit, || {
+        let c = client.clone();
+        let url = url.to_string();
+        async move {
+            matches!(
+                tokio::time::timeout(Duration::from_secs(2), c.get(&url).send()).await,
+                Ok(Ok(r)) if r.status().is_success()
+            )
+        }
+    })
+    .await
+}
+
+/// The path of a tool that `scripts/setup` installs into `.venv/bin`.
+pub fn venv_tool(name: &str) -> Option<std::path::PathBuf> {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    super::require_installed(
+        name,
+        &repo.join(".venv/bin").join(name),
+        "scripts/setup installs it from PyPI into .venv/",
+    )
+}
+
+/// A `[[targets]]` head with the given profile and window (concurrency,
+/// floor 1, high 5 %).
+pub fn target_head(name: &str, ceiling: u32, window: &str, profile: &str) -> String {
+    format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+
+[[targets]]
+name = "{name}"
+knob = "concurrency"
+ceiling = {ceiling}
+floor = 1
+high = 0.05
+window = "{window}"
+profile = "{profile}"
+"#
+    )
+}
+
+/// A running Locust: the master (or the only process) and its workers.
+pub struct Locust {
+    /// The web UI, e.g. `http://127.0.0.1:PORT`.
+    pub web: String,
+    /// Master first; dropped (killed) workers first, see [`Drop`].
+    pub procs: Vec<super::ChildGuard>,
+    pub dir: super::TempDir,
+}
+
+impl Drop for Locust {
+    fn drop(&mut self) {
+        // Workers first, so none reconnects to a dying master.
+        while let Some(p) = self.procs.pop() {
+            drop(p);
+        }
+    }
+}
+
+impl Locust {
+    /// Starts Locust with `locustfile` against `host`: one process when
+    /// `workers` is 0, else a master expecting that many workers. Autostarts
+    /// at 1 user; waits (bounded) until the web UI answers and every worker
+    /// has connected. `None` when Locust is not installed (and not CI).
+    pub async fn start(
+        locustfile: &str,
+        host: &str,
+        workers: usize,
+        env: &[(&str, String)],
+    ) -> Option<Locust> {
+        let locust = venv_tool("locust")?;
+        let dir = super::TempDir::new("locust");
+        let file = dir.path("locustfile.py");
+        std::fs::write(&file, locustfile).unwrap();
+        let port = super::free_port();
+        let mut cmd = std::process::Command::new(&locust);
+        cmd.current_dir(&dir.0).args([
+            "-f",
+            file.to_str().unwrap(),
+            "--web-host",
+            "127.0.0.1",
+            "--web-port",
+            &port.to_string(),
+            "--autostart",
+            "--users",
+            "1",
+            "--spawn-rate",
+            "10",
+            "--host",
+            host,
+            "--loglevel",
+            "WARNING",
+        ]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let master_port = super::free_port();
+        if workers > 0 {
+            cmd.args([
+                "--master",
+                "--master-bind-host",
+                "127.0.0.1",
+                "--master-bind-port",
+                &master_port.to_string(),
+                "--expect-workers",
+                &workers.to_string(),
+            ]);
+        }
+        let mut procs = vec![super::ChildGuard::spawn(
+            "locust",
+            cmd,
+            dir.path("locust.log"),
+        )];
+        for i in 0..workers {
+            let mut w = std::process::Command::new(&locust);
+            w.current_dir(&dir.0).args([
+                "-f",
+                file.to_str().unwrap(),
+                "--worker",
+                "--master-host",
+                "127.0.0.1",
+                "--master-port",
+                &master_port.to_string(),
+                "--loglevel",
+                "WARNING",
+            ]);
+            for (k, v) in env {
+                w.env(k, v);
+            }
+            procs.push(super::ChildGuard::spawn(
+                "locust worker",
+                w,
+                dir.path(&format!("worker-{i}.log")),
+            ));
+        }
+        let web = format!("http://127.0.0.1:{port}");
+        let s = Locust { web, procs, dir };
+        let stats = format!("{}/stats/requests", s.web);
+        let up = super::wait_until(Duration::from_secs(40), || {
+            let stats = stats.clone();
+            async move {
+                let Ok(v) = tokio::time::timeout(Duration::from_secs(2), async {
+                    reqwest::get(&stats)
+                        .await?
+                        .json::<serde_json::Value>()
+                        .await
+                })
+                .await
+                else {
+                    return false;
+                };
+                let Ok(v) = v else { return false };
+                workers == 0 || v["workers"].as_array().map_or(0, |w| w.len()) >= workers
+            }
+        })
+        .await;
+        assert!(
+            up,
+            "Locust never came up with {workers} workers:\n{}",
+            s.procs
+                .iter()
+                .map(|p| p.tail())
+                .collect::<Vec<_>>()
+                .join("\n---\n")
+        );
+        Some(s)
+    }
+
+    /// Whether every Locust process is still running.
+    pub fn all_running(&mut self) -> bool {
+        self.procs.iter_mut().all(|p| p.running())
+    }
+
+    /// The logs' tails, for a failure message.
+    pub fn tails(&self) -> String {
+        self.procs
+            .iter()
+            .map(|p| p.tail())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    }
+}
+
+/// The k6 script of the real-tool tests: an `externally-controlled`
+/// scenario (the governor sets its VUs over the REST API), no think time
+/// (each VU keeps one request in flight), and an exact failure counter.
+pub const K6_SCRIPT: &str = r#"
+import http from 'k6/http';
+import { Counter } from 'k6/metrics';
+
+const failedAttempts = new Counter('failed_attempts');
+
+export const options = {
+  scenarios: {
+    governed: {
+      executor: 'externally-controlled',
+      vus: 1,
+      maxVUs: 40,
+      duration: '10m',
+    },
+  },
+};
+
+export default function () {
+  const res = http.get(__ENV.TARGET_URL);
+  if (res.status >= 400 || res.error) failedAttempts.add(1);
+}
+"#;
+
+/// A running k6 with its REST API on 127.0.0.1.
+pub struct K6 {
+    /// The REST API, e.g. `http://127.0.0.1:PORT`.
+    pub api: String,
+    pub proc: super::ChildGuard,
+    pub dir: super::TempDir,
+}
+
+impl K6 {
+    /// Runs [`K6_SCRIPT`] against `target` with extra arguments and
+    /// environment; waits (bounded) until the REST API answers. `None` when
+    /// k6 is not installed (and not CI).
+    pub async fn start(target: &str, args: &[&str], env: &[(&str, String)]) -> Option<K6> {
+        let k6 = venv_tool("k6")?;
+        let dir = super::TempDir::new("k6");
+        let script = dir.path("script.js");
+        std::fs::write(&script, K6_SCRIPT).unwrap();
+        let port = super::free_port();
+        let mut cmd = std::process::Command::new(&k6);
+        cmd.current_dir(&dir.0)
+            .args([
+                "run",
+                "--address",
+                &format!("127.0.0.1:{port}"),
+                "--no-summary",
+                "--no-usage-report",
+                "--quiet",
+            ])
+            .args(args)
+            .arg(script.to_str().unwrap())
+            .env("TARGET_URL", target)
+            .env("K6_NO_COLOR", "true");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let proc = super::ChildGuard::spawn("k6", cmd, dir.path("k6.log"));
+        let api = format!("http://127.0.0.1:{port}");
+        let s = K6 { api, proc, dir };
+        let up = wait_http_ok(&format!("{}/v1/status", s.api), Duration::from_secs(30)).await;
+        assert!(up, "k6's REST API never came up:\n{}", s.proc.tail());
+        Some(s)
+    }
+}
+
+/// How long to govern after the first back-off: `secs` with the default
+/// profile; with the robust one, which reclimbs more carefully, as long as
+/// the run's deadline allows (it stops the run first).
+pub fn settle_for(profile: &str, secs: u64) -> Duration {
+    if profile == "robust" {
+        Duration::from_secs(secs.max(110))
+    } else {
+        Duration::from_secs(secs)
+    }
+}
