@@ -221,7 +221,11 @@ impl TargetConfig {
             SignalConfig::Promql(_) => format!(
                 "auto: the observed update interval of the attempts series (one window, {w}, until seen)"
             ),
-            SignalConfig::Prometheus(_) | SignalConfig::K6(_) | SignalConfig::Goose(_) => {
+            SignalConfig::K6(_) => format!(
+                "auto: k6's metrics batching ({})",
+                humantime::format_duration(limits::K6_METRICS_LAG)
+            ),
+            SignalConfig::Prometheus(_) | SignalConfig::Goose(_) => {
                 "0s (the counters are read from the tool directly)".into()
             }
         }

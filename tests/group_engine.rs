@@ -1,6 +1,7 @@
 //! What groups gained from the one engine, over real sockets: the profile,
 //! the state file (memory restored after a controller restart), the
-//! signal-loss policy, and tool-restart detection, each on a group of two
+//! signal-loss policy, tool-restart detection, and the write-generation guard
+//! with window attribution (late writes), each on a group of two
 //! fake tools on 127.0.0.1.
 
 mod support;
@@ -176,4 +177,50 @@ async fn a_restarted_instance_gets_its_share_back() {
     // Not mistaken for an outside change of the group's offer.
     assert_eq!(target_status(ctl, "g").await["offer"].as_f64(), Some(20.0));
     running.shutdown(Duration::from_secs(5)).await;
+}
+
+/// The write-generation guard and window attribution, on a group: members
+/// that apply our writes 300 ms late (window 150 ms) never have them taken
+/// for changes from outside, and no window straddling a change is decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_never_takes_its_own_late_writes_for_outside_changes() {
+    let a = FakeTool::start(12.0, 1.0).await;
+    let b = FakeTool::start(12.0, 1.0).await;
+    a.set_fault(Fault::LateApply(Duration::from_millis(300)));
+    b.set_fault(Fault::LateApply(Duration::from_millis(300)));
+    let cfg = group_config(&[&a, &b], "", "");
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    // Climb into the wall (24 in all) and back off at least once.
+    let moved = wait_until(Duration::from_secs(20), || async {
+        let s = target_status(ctl, "g").await;
+        s["last_bad"].as_f64().is_some() && s["windows"].as_f64().unwrap_or(0.0) >= 20.0
+    })
+    .await;
+    let status = target_status(ctl, "g").await;
+    let outside = metric(ctl, "throttle_outside_changes_total{target=\"g\"}").await;
+    let discarded = metric(
+        ctl,
+        "throttle_windows_discarded_total{target=\"g\",reason=\"offer_change\"}",
+    )
+    .await;
+    let confirmed = metric(
+        ctl,
+        "throttle_control_writes_total{target=\"g\",result=\"confirmed\"}",
+    )
+    .await;
+    running.shutdown(Duration::from_secs(5)).await;
+    assert!(moved, "{status}");
+    assert!(confirmed.unwrap_or(0.0) >= 4.0, "{confirmed:?}: {status}");
+    assert_eq!(
+        outside.unwrap_or(0.0),
+        0.0,
+        "our own writes taken for outside changes: {status}"
+    );
+    assert!(
+        discarded.unwrap_or(0.0) >= 1.0,
+        "no straddling window discarded: {status}"
+    );
 }

@@ -13,7 +13,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, settle_for, target_head, Watch, K6};
+use support::real::{govern, serial, settle_for, target_head, Watch, K6, RUN_LIMIT};
 use support::LimitedTarget;
 
 /// Concurrent requests the target admits.
@@ -43,7 +43,7 @@ url = "{api}"
     let watch = Watch {
         settle: settle_for(profile, 50),
         tail: Duration::from_secs(25),
-        deadline: t0 + Duration::from_secs(140),
+        deadline: t0 + RUN_LIMIT,
     };
     let m = govern(
         &format!("k6 REST API, profile {profile}"),

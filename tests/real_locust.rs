@@ -18,7 +18,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, settle_for, target_head, Locust, Watch};
+use support::real::{govern, serial, settle_for, target_head, Locust, Watch, RUN_LIMIT};
 use support::LimitedTarget;
 
 /// Concurrent requests the target admits.
@@ -70,7 +70,9 @@ url = "{web}"
     let watch = Watch {
         settle: settle_for(profile, settle),
         tail: Duration::from_secs(tail),
-        deadline: t0 + Duration::from_secs(140),
+        // 5 s windows and 5 s of lag on a master: each step takes about
+        // 10 s, so the run needs a minute more to show two cycles.
+        deadline: t0 + RUN_LIMIT + Duration::from_secs(if workers == 0 { 0 } else { 60 }),
     };
     let m = govern(&label, &config, "locust", &target, watch).await;
     assert!(locust.all_running(), "Locust died:\n{}", locust.tails());

@@ -17,7 +17,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, settle_for, target_head, Watch, K6};
+use support::real::{govern, serial, settle_for, target_head, Watch, K6, RUN_LIMIT};
 use support::{require_tool, LimitedTarget, Prometheus};
 
 /// Concurrent requests the target admits.
@@ -57,7 +57,7 @@ url = "{api}"
     let watch = Watch {
         settle: settle_for(profile, 50),
         tail: Duration::from_secs(25),
-        deadline: t0 + Duration::from_secs(140),
+        deadline: t0 + RUN_LIMIT,
     };
     let label = format!("k6 remote-write -> Prometheus -> promql, profile {profile}");
     let m = govern(&label, &config, "k6-rw", &target, watch).await;

@@ -18,7 +18,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, settle_for, target_head, wait_http_ok, Locust, Watch};
+use support::real::{
+    govern, serial, settle_for, target_head, wait_http_ok, Locust, Watch, RUN_LIMIT,
+};
 use support::{free_port, require_installed, ChildGuard, LimitedTarget, TempDir};
 
 /// Concurrent requests the target admits.
@@ -154,7 +156,7 @@ url = "{web}"
     let watch = Watch {
         settle: settle_for(profile, 50),
         tail: Duration::from_secs(25),
-        deadline: t0 + Duration::from_secs(140),
+        deadline: t0 + RUN_LIMIT,
     };
     let m = govern(&label, &config, "pushed", &target, watch).await;
     assert!(locust.all_running(), "Locust died:\n{}", locust.tails());

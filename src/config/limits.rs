@@ -6,6 +6,14 @@
 
 use std::time::Duration;
 
+/// How far k6's `/v1/metrics` counters trail the requests: k6 hands each
+/// VU's samples to its metrics engine in batches, about once a second, and
+/// VUs stopped by a lower `vus` finish the iteration in hand. Measured with
+/// k6 1.1.0 against a fast-failing target: with no lag, the window just
+/// after a back-off still held the old offer's failures (a second Down, a
+/// `last_bad` far below the wall, and slow start back into it).
+pub const K6_METRICS_LAG: Duration = Duration::from_secs(1);
+
 /// How long Locust caches `/stats/requests` (`DEFAULT_CACHE_TIME = 2.0` in
 /// Locust 2.x `web.py`).
 pub const LOCUST_STATS_CACHE: Duration = Duration::from_secs(2);

@@ -199,13 +199,15 @@ impl Builder {
 }
 
 /// The lag a signal kind has when the source cannot estimate it: Locust's
-/// stats cache; a push or PromQL signal one window (until the source sees
-/// its real interval); a direct scrape or a tool's own API none.
+/// stats cache; k6's metrics batching (1 s); a push or PromQL signal one
+/// window (until the source sees its real interval); a direct scrape or
+/// Goose none.
 pub fn default_lag(signal: &SignalConfig, window: Duration) -> f64 {
     match signal {
         SignalConfig::Locust(_) => crate::config::limits::LOCUST_STATS_CACHE.as_secs_f64(),
+        SignalConfig::K6(_) => crate::config::limits::K6_METRICS_LAG.as_secs_f64(),
         SignalConfig::Push(_) | SignalConfig::Promql(_) => window.as_secs_f64(),
-        SignalConfig::Prometheus(_) | SignalConfig::K6(_) | SignalConfig::Goose(_) => 0.0,
+        SignalConfig::Prometheus(_) | SignalConfig::Goose(_) => 0.0,
     }
 }
 
@@ -454,7 +456,7 @@ confirm_interval = "10ms"
                     SignalConfig::Push(_) => ("push", w),
                     SignalConfig::Promql(_) => ("promql", w),
                     SignalConfig::Prometheus(_) => ("prometheus", 0.0),
-                    SignalConfig::K6(_) => ("k6", 0.0),
+                    SignalConfig::K6(_) => ("k6", 1.0),
                     SignalConfig::Goose(_) => ("goose", 0.0),
                 };
                 assert_eq!(
