@@ -184,7 +184,7 @@ impl Measured {
                 self.limit, self.tail.0, self.tail.1
             ));
         }
-        if !strict && !(self.tail.1 >= lo && self.tail.1 <= hi) {
+        if !strict && !(lo..=hi).contains(&self.tail.1) {
             failed.push(format!(
                 "the sawtooth's top is not within ±20% of {} ({lo}..{hi}): tail {}..{}",
                 self.limit, self.tail.0, self.tail.1
