@@ -180,7 +180,7 @@ pub struct TargetConfig {
     pub signal: SignalConfig,
     /// Where offers go.
     pub control: ControlConfig,
-    /// Several load-generator instances governed as one (see [`crate::group`]);
+    /// Several load-generator instances governed as one (see `engine`);
     /// `signal` and `control` are then templates (`{{address}}`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<group::InstanceConfig>,

@@ -5,7 +5,7 @@
 //! instance (`{{address}}`, `{{name}}`, `{{labels.NAME}}`), and `check` must
 //! see every instance's filled config as it would a target of its own. The
 //! filling is pure, so it lives with the config; running a group is
-//! [`crate::engine`]'s business.
+//! `engine`'s business.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

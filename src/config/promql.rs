@@ -1,7 +1,7 @@
 //! `kind = "promql"`: the PromQL signal's config and its checks.
 //!
 //! Why it lives here: config is the leaf every stage imports; the signal
-//! itself (queries, answers, freshness) is [`crate::signal::promql`].
+//! itself (queries, answers, freshness) is `signal::promql`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `kind = "push"` and `[server.push]`: the push signal's config and checks.
 //!
 //! Why it lives here: config is the leaf every stage imports; receiving
-//! pushes is [`crate::signal::push`].
+//! pushes is `signal::push`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

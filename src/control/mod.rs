@@ -9,14 +9,14 @@
 //!
 //! What it may touch: the network, always with a timeout. It never decides:
 //! the engine decides, then hands the value to the one writer task
-//! ([`crate::engine`]), which calls [`Actuator::write_confirmed`].
+//! (`engine`), which calls [`Actuator::write_confirmed`].
 //!
 //! - [`KnobApi`]: what every control kind implements (send a write, read
 //!   the committed value); [`Actuator`] confirms over any of them.
 //! - [`http`]: the generic templated HTTP write and JSON read-back.
 //! - [`pull`]: nothing is written; the tool pulls its offer from the
 //!   [`pull::PullBoard`] (served by the telemetry server), and pulls confirm it.
-//! - Tool controls (Locust, k6, Goose) live in [`crate::adapters`], one
+//! - Tool controls (Locust, k6, Goose) live in `adapters`, one
 //!   file per tool; each writes through the tool's own API and reads the
 //!   committed value back from it.
 

@@ -14,10 +14,10 @@
 //!   where the pure text parsing lives.
 //! - [`prometheus`]: scraping a text endpoint.
 //! - [`http`]: the bounded HTTP fetch shared by every source.
-//! - Tool-specific sources (Locust, k6, Goose) live in [`crate::adapters`],
+//! - Tool-specific sources (Locust, k6, Goose) live in `adapters`,
 //!   one file per tool beside that tool's control; each implements
 //!   [`CounterSource`]. Which one a target uses is decided once, in
-//!   [`crate::engine::build`].
+//!   `engine::build`.
 //! - [`promql`]: instant queries against a Prometheus-compatible API.
 //! - [`push`]: Prometheus text pushed to the controller, Pushgateway-style.
 //! - [`token`]: bearer tokens from files or environment variables

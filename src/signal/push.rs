@@ -31,7 +31,7 @@
 //! ([`super::token`]).
 //!
 //! What it may touch: nothing but its own state; the HTTP handler
-//! ([`handle`]) is mounted by [`crate::telemetry::server`].
+//! ([`handle`]) is mounted by `telemetry::server`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
