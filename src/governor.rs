@@ -188,6 +188,12 @@ pub enum HoldReason {
     /// the signal's lag after one), so its attempts belong to no one offer:
     /// it is not decided on (the engine's attribution, not a rule).
     OfferChange,
+    /// Latency bound only: failures clean, but the window's latency
+    /// quantile is between its clean level and the bound ([`latency`]).
+    LatencyBand,
+    /// Latency bound only: the window has no latency quantile (no
+    /// observations, or the latency source failed), so it cannot be clean.
+    NoLatency,
 }
 
 impl HoldReason {
@@ -205,6 +211,8 @@ impl HoldReason {
             HoldReason::Gathering => "gathering",
             HoldReason::Dwelling => "dwelling",
             HoldReason::OfferChange => "offer-change",
+            HoldReason::LatencyBand => "latency-band",
+            HoldReason::NoLatency => "no-latency",
         }
     }
 }
@@ -284,6 +292,10 @@ pub struct Outcome {
     /// than this window (`None` under the default rules).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+    /// The window's latency against its bound, when one is set
+    /// ([`latency`]); `None` without a latency bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<latency::LatencySignal>,
 }
 
 /// The pooled windows behind a `robust` decision.
@@ -797,6 +809,7 @@ impl ThrottleGovernor {
             clean_streak: self.state.clean_streak,
             memory_cleared: cleared,
             evidence: None,
+            latency: None,
         }
     }
 
@@ -822,6 +835,7 @@ impl ThrottleGovernor {
             clean_streak: self.state.clean_streak,
             memory_cleared,
             evidence: None,
+            latency: None,
         }
     }
 }
@@ -837,6 +851,7 @@ fn no_traffic(failures: f64) -> Signal {
 
 pub mod advice;
 pub mod exact;
+pub mod latency;
 pub mod robust;
 
 pub use exact::{Committed, RATE_RELATIVE_RESOLUTION};

@@ -18,6 +18,7 @@
 //! | config | [`config`] | the TOML config (a leaf: serde types, every check, tool limits, group templates) |
 //! | signal | [`signal`] | `Counters`, `SignalError`, the `CounterSource` trait; scrape, PromQL, push receive |
 //! | window | [`window`] | pure counter deltas, resets, fractions |
+//! | window | [`latency`] | pure windowed latency quantiles: histogram bucket deltas, resets, pass-through quantiles |
 //! | governor | [`governor`] | pure decision rules and per-target state (`GOVERNOR.md`) |
 //! | control | [`control`] | `ControlError`, the `KnobApi` trait, the `Actuator` (the read-back rule), the templated HTTP knob, the pull knob and its `PullBoard` (offers served for the tool to pull) |
 //! | signal + control | [`adapters`] | real load tools spoken natively, one file per tool: Locust, k6, Goose |
@@ -55,6 +56,7 @@ pub mod demo;
 pub mod engine;
 pub mod governor;
 pub mod healthcheck;
+pub mod latency;
 pub mod promtext;
 pub mod reload;
 pub mod replay;

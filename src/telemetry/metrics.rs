@@ -257,6 +257,8 @@ pub const DECISIONS: &[(&str, &str, &str)] = &[
     ("hold", "none", "settling"),
     ("hold", "none", "gathering"),
     ("hold", "none", "dwelling"),
+    ("hold", "none", "latency-band"),
+    ("hold", "none", "no-latency"),
 ];
 
 /// `{result}` of `throttle_push_requests_total`.
@@ -809,6 +811,8 @@ mod bounded_tests {
             HoldReason::Settling,
             HoldReason::Gathering,
             HoldReason::Dwelling,
+            HoldReason::LatencyBand,
+            HoldReason::NoLatency,
         ] {
             assert!(
                 DECISIONS.iter().any(|(_, _, reason)| *reason == r.as_str()),

@@ -1,0 +1,459 @@
+//! An optional latency bound beside the failure bound: capacity at an SLO.
+//!
+//! Why it exists: the attempt plane cannot see a target that queues. It
+//! answers every request, just later, so `frac` stays 0 until clients time
+//! out. Performance engineers state capacity as "fewer than X % errors
+//! **and** p99 under Y ms"; this module composes the second half with the
+//! rules of `GOVERNOR.md` without changing them. With no latency bound,
+//! [`ThrottleGovernor::step_with_latency`] is [`ThrottleGovernor::step`],
+//! exactly (a property test holds it to that).
+//!
+//! What it may touch: only its parent, [`crate::governor`]; no clock and no
+//! I/O. The windowed quantile comes from the caller (`crate::latency` forms
+//! it from the same window as the failure fraction).
+//!
+//! # The rules (a window with traffic, latency bound set)
+//! Let `obs` be the window's latency quantile, `bound` the bound and `lat_low`
+//! its clean level (default 80 % of `bound`).
+//! - **Breach** when `frac > high` **or** `obs > bound`. The back-off factor
+//!   is the more severe of the two that breach:
+//!   - failures: `clamp(1 - frac, 0.25, 0.9)` (GOVERNOR.md's);
+//!   - latency: `clamp(bound / obs, 0.25, 0.9)`, proportional to how far
+//!     the quantile overshoots: 10 % over backs off by about 10 %, 4x over
+//!     or more by the floor factor 0.25.
+//!
+//!   `target = max(current * factor, floor)`; a Down records
+//!   `last_bad = current` whichever signal drove it, and the outcome names
+//!   that signal ([`LatencySignal::drove`]).
+//! - **Clean** only when both are: `frac < low` **and** `obs < lat_low`.
+//!   Only a clean window climbs (GOVERNOR.md's climb, unchanged) and only a
+//!   clean window at or above `last_bad` counts towards clearing the
+//!   congestion memory.
+//! - Otherwise **hold**: `dead-band` when `frac` is in its band, and
+//!   `latency-band` when `frac` is clean but `lat_low <= obs <= bound`.
+//! - **No quantile** (the window had no observations, or the latency source
+//!   failed) is never read as fast: the window may still back off on its
+//!   failures, but it does not climb and gives no clean evidence (hold,
+//!   reason `no-latency`).
+//!
+//! Under the `robust` profile, a latency breach backs off at once (the
+//! quantile is not pooled) and a window that is not latency-clean holds;
+//! a latency-clean window goes to the robust rules unchanged.
+
+use serde::Serialize;
+
+use super::{
+    decide, memory_clear_step, Decision, HoldReason, Mode, Outcome, Profile, Signal, Threshold,
+    ThrottleGovernor,
+};
+
+/// The default clean level of a latency bound, as a fraction of the bound.
+pub const DEFAULT_LOW_FRACTION: f64 = 0.8;
+
+/// The clamp of the latency back-off factor (the seed's).
+pub const FACTOR_MIN: f64 = 0.25;
+/// See [`FACTOR_MIN`].
+pub const FACTOR_MAX: f64 = 0.9;
+
+/// A latency bound and one window's quantile against it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencyWindow {
+    /// The quantile bounded, in (0, 1): 0.99 for p99.
+    pub quantile: f64,
+    /// The window's quantile in seconds; `None` when unknown.
+    pub observed: Option<f64>,
+    /// Back off above this, in seconds.
+    pub bound: f64,
+    /// Clean below this, in seconds (`< bound`).
+    pub low: f64,
+}
+
+/// The latency part of a decision, beside [`Signal`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencySignal {
+    /// The quantile bounded.
+    pub quantile: f64,
+    /// The window's quantile in seconds (`None`: no observations).
+    pub observed: Option<f64>,
+    /// The bound in seconds.
+    pub bound: f64,
+    /// The clean level in seconds.
+    pub low: f64,
+    /// Which threshold the quantile crossed (in seconds), if known.
+    pub threshold: Option<Threshold>,
+    /// Whether latency drove this decision (a Down whose latency factor was
+    /// the more severe, or a hold that latency alone caused).
+    pub drove: bool,
+}
+
+/// The back-off factor for a latency breach: `clamp(bound / obs, 0.25, 0.9)`.
+pub fn latency_factor(bound: f64, observed: f64) -> f64 {
+    (bound / observed).clamp(FACTOR_MIN, FACTOR_MAX)
+}
+
+/// Formats seconds as the log does: `312ms`, `1.25s`.
+pub fn seconds(v: f64) -> String {
+    if v < 1.0 {
+        let ms = v * 1000.0;
+        let s = format!("{ms:.1}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        format!("{s}ms")
+    } else {
+        let s = format!("{v:.3}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        format!("{s}s")
+    }
+}
+
+impl LatencySignal {
+    /// `p99` for 0.99, `p99.9` for 0.999.
+    pub fn quantile_name(&self) -> String {
+        quantile_name(self.quantile)
+    }
+}
+
+/// `p99` for 0.99, `p99.9` for 0.999, `p50` for 0.5.
+pub fn quantile_name(q: f64) -> String {
+    let p = format!("{:.3}", q * 100.0);
+    let p = p.trim_end_matches('0').trim_end_matches('.');
+    format!("p{p}")
+}
+
+impl ThrottleGovernor {
+    /// [`Self::step`] with an optional latency bound (see the module docs).
+    /// `None` is `step(attempts, failures)`, exactly.
+    pub fn step_with_latency(
+        &mut self,
+        attempts: f64,
+        failures: f64,
+        latency: Option<LatencyWindow>,
+    ) -> Outcome {
+        let Some(lat) = latency else {
+            return self.step(attempts, failures);
+        };
+        if attempts <= 0.0 {
+            let o = self.step(attempts, failures);
+            return self.annotate(o, lat, false);
+        }
+        let p = self.params;
+        let from = self.state.current;
+        let frac = failures / attempts;
+        let lat_breach = lat.observed.is_some_and(|o| o > lat.bound);
+        let lat_clean = lat.observed.is_some_and(|o| o < lat.low);
+        let fail_breach = frac > p.high;
+        let robust = self.profile == Profile::Robust;
+
+        if !lat_breach && (lat_clean || fail_breach) {
+            // Latency does not bind: the failure rules decide, unchanged
+            // (a failure breach backs off whatever the quantile).
+            let o = self.step(attempts, failures);
+            return self.annotate(o, lat, false);
+        }
+        if !lat_breach && robust {
+            // Not latency-clean: no climb; the robust pool skips the window.
+            let reason = if lat.observed.is_none() {
+                HoldReason::NoLatency
+            } else {
+                HoldReason::LatencyBand
+            };
+            let o = self.hold(reason, Some(self.signal_of(attempts, failures)), false);
+            return self.annotate(o, lat, true);
+        }
+
+        // The default profile's memory step, with clean = both clean.
+        let mut memory_cleared = false;
+        if !robust {
+            if let Some(bad) = self.state.last_bad {
+                let evidence = frac < p.low && lat_clean && self.at_or_above(from, bad);
+                let (streak, clear) = memory_clear_step(self.state.clean_streak, evidence);
+                self.state.clean_streak = streak;
+                if clear {
+                    self.state.last_bad = None;
+                    memory_cleared = true;
+                }
+            }
+        }
+        let signal = self.signal_of(attempts, failures);
+        if lat_breach {
+            let obs = lat.observed.unwrap_or(lat.bound);
+            let f_lat = latency_factor(lat.bound, obs);
+            let f_fail = if fail_breach {
+                (1.0 - frac).clamp(0.25, 0.9)
+            } else {
+                1.0
+            };
+            if fail_breach && f_fail <= f_lat {
+                // Failures are the more severe: GOVERNOR.md's back-off.
+                let raw = decide(
+                    frac,
+                    from,
+                    p.high,
+                    p.low,
+                    p.floor,
+                    p.ceiling,
+                    self.state.last_bad,
+                );
+                return self.finish_down(raw, from, signal, memory_cleared, lat, false);
+            }
+            let target = (from * f_lat).max(p.floor);
+            let raw = if target < from {
+                Decision::Down(target)
+            } else {
+                Decision::Hold
+            };
+            return self.finish_down(raw, from, signal, memory_cleared, lat, true);
+        }
+        // Failures clean or in their band, latency in its band or unknown.
+        let reason = if frac >= p.low {
+            HoldReason::DeadBand
+        } else if lat.observed.is_none() {
+            HoldReason::NoLatency
+        } else {
+            HoldReason::LatencyBand
+        };
+        let o = self.hold(reason, Some(signal), memory_cleared);
+        self.annotate(o, lat, reason != HoldReason::DeadBand)
+    }
+
+    fn signal_of(&self, attempts: f64, failures: f64) -> Signal {
+        let p = self.params;
+        let frac = failures / attempts;
+        let threshold = if frac > p.high {
+            Threshold::High(p.high)
+        } else if frac < p.low {
+            Threshold::Low(p.low)
+        } else {
+            Threshold::Band(p.low, p.high)
+        };
+        Signal {
+            attempts,
+            failures,
+            frac: Some(frac),
+            threshold: Some(threshold),
+        }
+    }
+
+    /// A breach's decision: a Down records `last_bad`, a Hold is at the floor.
+    fn finish_down(
+        &mut self,
+        raw: Decision,
+        from: f64,
+        signal: Signal,
+        memory_cleared: bool,
+        lat: LatencyWindow,
+        drove: bool,
+    ) -> Outcome {
+        let decision = self.params.round(raw, from);
+        let o = match decision {
+            Decision::Down(to) => {
+                self.state.last_bad = Some(from);
+                self.state.current = to;
+                self.last_up = None;
+                if self.profile == Profile::Robust {
+                    self.robust_offer_changed();
+                }
+                self.outcome(
+                    decision,
+                    from,
+                    to,
+                    Some(Mode::BackingOff),
+                    None,
+                    signal,
+                    memory_cleared,
+                )
+            }
+            _ => self.hold(HoldReason::AtFloor, Some(signal), memory_cleared),
+        };
+        self.annotate(o, lat, drove)
+    }
+
+    fn annotate(&self, mut o: Outcome, lat: LatencyWindow, drove: bool) -> Outcome {
+        let threshold = lat.observed.map(|v| {
+            if v > lat.bound {
+                Threshold::High(lat.bound)
+            } else if v < lat.low {
+                Threshold::Low(lat.low)
+            } else {
+                Threshold::Band(lat.low, lat.bound)
+            }
+        });
+        o.latency = Some(LatencySignal {
+            quantile: lat.quantile,
+            observed: lat.observed,
+            bound: lat.bound,
+            low: lat.low,
+            threshold,
+            drove,
+        });
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governor::{Control, Params};
+    use proptest::prelude::*;
+
+    fn gov(ceiling: f64) -> ThrottleGovernor {
+        let p = Params::new(Control::Concurrency, Some(ceiling), 1.0, None, 0.05, None).unwrap();
+        ThrottleGovernor::new(p)
+    }
+
+    fn lat(observed: Option<f64>) -> Option<LatencyWindow> {
+        Some(LatencyWindow {
+            quantile: 0.99,
+            observed,
+            bound: 0.25,
+            low: 0.2,
+        })
+    }
+
+    #[test]
+    fn a_latency_breach_backs_off_in_proportion_and_names_latency() {
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        // 0.3125 s against 0.25 s: factor 0.8 -> 32.
+        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.3125)));
+        assert_eq!(o.decision, Decision::Down(32.0));
+        assert_eq!(o.mode, Some(Mode::BackingOff));
+        assert_eq!(o.last_bad, Some(40.0));
+        let l = o.latency.unwrap();
+        assert!(l.drove);
+        assert_eq!(l.threshold, Some(Threshold::High(0.25)));
+        // Far over the bound: clamped at 0.25.
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        let o = g.step_with_latency(1000.0, 0.0, lat(Some(5.0)));
+        assert_eq!(o.decision, Decision::Down(10.0));
+        // Just over: clamped at 0.9 (and integer rounding lowers strictly).
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.251)));
+        assert_eq!(o.decision, Decision::Down(36.0));
+    }
+
+    #[test]
+    fn the_more_severe_breach_drives_the_back_off() {
+        // frac 0.5 (factor 0.5) beats latency 0.3 s (factor 0.83).
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        let o = g.step_with_latency(100.0, 50.0, lat(Some(0.3)));
+        assert_eq!(o.decision, Decision::Down(20.0));
+        assert!(!o.latency.unwrap().drove);
+        // frac 0.07 (factor 0.9) loses to latency 1 s (factor 0.25).
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        let o = g.step_with_latency(100.0, 7.0, lat(Some(1.0)));
+        assert_eq!(o.decision, Decision::Down(10.0));
+        assert!(o.latency.unwrap().drove);
+    }
+
+    #[test]
+    fn only_a_window_clean_on_both_signals_climbs() {
+        let mut g = gov(100.0);
+        g.set_current(8.0);
+        let o = g.step_with_latency(100.0, 0.0, lat(Some(0.1)));
+        assert_eq!(o.decision, Decision::Up(16.0));
+        let o = g.step_with_latency(100.0, 0.0, lat(Some(0.22)));
+        assert_eq!(o.decision, Decision::Hold);
+        assert_eq!(o.reason, Some(HoldReason::LatencyBand));
+        assert!(o.latency.unwrap().drove);
+        let o = g.step_with_latency(100.0, 0.0, lat(None));
+        assert_eq!(o.reason, Some(HoldReason::NoLatency));
+        // The failures' dead band is still the failures' hold.
+        let o = g.step_with_latency(100.0, 3.0, lat(Some(0.1)));
+        assert_eq!(o.reason, Some(HoldReason::DeadBand));
+        assert!(!o.latency.unwrap().drove);
+    }
+
+    #[test]
+    fn a_failure_breach_backs_off_even_without_a_quantile() {
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        let o = g.step_with_latency(100.0, 50.0, lat(None));
+        assert_eq!(o.decision, Decision::Down(20.0));
+    }
+
+    #[test]
+    fn latency_breaches_set_the_memory_and_only_clean_windows_clear_it() {
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        g.step_with_latency(1000.0, 0.0, lat(Some(0.3125)));
+        assert_eq!(g.state().last_bad, Some(40.0));
+        g.set_current(40.0);
+        // Latency in its band at last_bad: no evidence, the streak resets.
+        g.step_with_latency(1000.0, 0.0, lat(Some(0.22)));
+        assert_eq!(g.state().clean_streak, 0);
+        for _ in 0..2 {
+            g.set_current(40.0);
+            g.step_with_latency(1000.0, 0.0, lat(Some(0.1)));
+        }
+        assert_eq!(g.state().clean_streak, 2);
+        g.set_current(40.0);
+        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.1)));
+        assert!(o.memory_cleared);
+        assert_eq!(o.last_bad, None);
+    }
+
+    #[test]
+    fn at_the_floor_a_breach_holds() {
+        let mut g = gov(100.0);
+        let o = g.step_with_latency(100.0, 0.0, lat(Some(1.0)));
+        assert_eq!(o.reason, Some(HoldReason::AtFloor));
+    }
+
+    #[test]
+    fn names_and_units() {
+        assert_eq!(quantile_name(0.99), "p99");
+        assert_eq!(quantile_name(0.999), "p99.9");
+        assert_eq!(quantile_name(0.5), "p50");
+        assert_eq!(seconds(0.3125), "312.5ms");
+        assert_eq!(seconds(0.25), "250ms");
+        assert_eq!(seconds(1.5), "1.5s");
+    }
+
+    proptest! {
+        /// With no latency bound, every decision is today's, window by window.
+        #[test]
+        fn without_a_bound_decisions_are_unchanged(
+            robust in any::<bool>(),
+            windows in proptest::collection::vec((0.0f64..500.0, 0.0f64..1.0, proptest::option::of(1.0f64..200.0)), 1..80),
+        ) {
+            let p = Params::new(Control::Concurrency, Some(150.0), 1.0, None, 0.05, None).unwrap();
+            let profile = if robust { Profile::Robust } else { Profile::Default };
+            let mut a = ThrottleGovernor::with_profile(p, profile);
+            let mut b = a.clone();
+            for (n, share, outside) in windows {
+                let n = n.floor();
+                let f = (n * share).floor();
+                if let Some(v) = outside {
+                    a.set_current(v);
+                    b.set_current(v);
+                }
+                let oa = a.step(n, f);
+                let ob = b.step_with_latency(n, f, None);
+                prop_assert_eq!(oa, ob);
+                prop_assert_eq!(a.state(), b.state());
+            }
+        }
+
+        /// With a bound that is never approached, decisions are today's too.
+        #[test]
+        fn a_bound_never_approached_changes_nothing(
+            windows in proptest::collection::vec((1.0f64..500.0, 0.0f64..1.0), 1..80),
+        ) {
+            let p = Params::new(Control::Concurrency, Some(150.0), 1.0, None, 0.05, None).unwrap();
+            let mut a = ThrottleGovernor::new(p);
+            let mut b = a.clone();
+            for (n, share) in windows {
+                let n = n.floor().max(1.0);
+                let f = (n * share).floor();
+                let oa = a.step(n, f);
+                let mut ob = b.step_with_latency(n, f, lat(Some(0.01)));
+                prop_assert!(ob.latency.take().is_some());
+                prop_assert_eq!(oa, ob);
+            }
+        }
+    }
+}
