@@ -29,6 +29,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
 pub mod group;
+pub mod latency;
 pub mod limits;
 pub mod promql;
 pub mod pull;
@@ -187,6 +188,10 @@ pub struct TargetConfig {
     /// Discovery and tuning of a target group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<group::GroupConfig>,
+    /// An optional latency bound beside the failure bound (an SLO): see
+    /// `governor::latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<latency::LatencyConfig>,
 }
 
 fn default_signal_loss_windows() -> u32 {
@@ -832,6 +837,11 @@ impl Config {
             }
             if t.signal_loss_windows == 0 {
                 err("signal_loss_windows", "must be at least 1".into());
+            }
+            if let Some(l) = &t.latency {
+                for (field, reason) in l.problems(t) {
+                    err(&field, reason);
+                }
             }
             if t.is_group() {
                 for (field, reason) in group::problems(t) {

@@ -95,7 +95,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::governor::pct;
-use crate::telemetry::WindowRecord;
+use crate::telemetry::{LatencyBoundStatus, WindowRecord};
 
 /// A level must hold this many evidence windows in the settled period to
 /// give a capacity figure: an offer seen once is not revisited.
@@ -210,6 +210,14 @@ pub struct LevelStats {
     pub within_bound: bool,
     /// Successful attempts per second at this level.
     pub throughput_per_sec: Option<f64>,
+    /// Latency bound only: the median of the level's window quantiles, in
+    /// seconds (null when none of its windows had one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_secs: Option<f64>,
+    /// Latency bound only: whether that median is within the bound (a
+    /// level with no quantile is not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_within_bound: Option<bool>,
 }
 
 /// The settled period found in a history.
@@ -313,6 +321,18 @@ pub fn steady(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Option<
 
 /// The steady state of `history` under `rule`, or why there is none.
 pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<Steady, NotSteady> {
+    assess_with(history, rule, high, None)
+}
+
+/// [`assess`] with a latency bound: a level is within the bounds only when
+/// its pooled failure ratio is within `high` **and** the median of its
+/// windows' latency quantiles is within the latency bound.
+pub fn assess_with(
+    history: &[WindowRecord],
+    rule: &SteadyRule,
+    high: f64,
+    latency: Option<LatencyBoundStatus>,
+) -> Result<Steady, NotSteady> {
     let need = rule.need();
     stale(history, need)?;
     // The latest evidence windows, at most MAX_PERIOD of them, oldest first.
@@ -357,7 +377,7 @@ pub fn assess(history: &[WindowRecord], rule: &SteadyRule, high: f64) -> Result<
             .unwrap_or_else(|| NotSteady::new("still-climbing", "no settled period".to_string())));
     };
     let period = &tail[tail.len() - len..];
-    let levels = pool(period, width, high);
+    let levels = pool(period, width, high, latency);
     let candidate = levels
         .iter()
         .rposition(|l| l.within_bound && l.windows >= MIN_LEVEL_WINDOWS);
@@ -554,7 +574,12 @@ fn settled(offers: &[f64], levels: &[i64], tol_bottom: f64, need: usize) -> Resu
 }
 
 /// Pools a period's windows by level, lowest level first.
-fn pool(period: &[&WindowRecord], width: f64, high: f64) -> Vec<LevelStats> {
+fn pool(
+    period: &[&WindowRecord],
+    width: f64,
+    high: f64,
+    latency: Option<LatencyBoundStatus>,
+) -> Vec<LevelStats> {
     let mut by_level: std::collections::BTreeMap<i64, Vec<&WindowRecord>> = Default::default();
     for r in period {
         by_level.entry(level(r.offer, width)).or_default().push(r);
@@ -570,6 +595,18 @@ fn pool(period: &[&WindowRecord], width: f64, high: f64) -> Vec<LevelStats> {
             } else {
                 0.0
             };
+            let mut lats: Vec<f64> = ws.iter().filter_map(|r| r.latency_secs).collect();
+            lats.sort_by(f64::total_cmp);
+            let latency_secs = (!lats.is_empty()).then(|| {
+                let n = lats.len();
+                if n % 2 == 1 {
+                    lats[n / 2]
+                } else {
+                    (lats[n / 2 - 1] + lats[n / 2]) / 2.0
+                }
+            });
+            let latency_within_bound =
+                latency.map(|b| latency_secs.is_some_and(|v| v <= b.bound_secs));
             LevelStats {
                 offer: ws.iter().map(|r| r.offer).sum::<f64>() / ws.len() as f64,
                 offer_min: ws.iter().map(|r| r.offer).fold(f64::MAX, f64::min),
@@ -579,8 +616,10 @@ fn pool(period: &[&WindowRecord], width: f64, high: f64) -> Vec<LevelStats> {
                 failures,
                 failure_ratio: ratio,
                 interval: wilson(failures, attempts),
-                within_bound: ratio <= high,
+                within_bound: ratio <= high && latency_within_bound != Some(false),
                 throughput_per_sec: (secs > 0.0).then(|| (attempts - failures) / secs),
+                latency_secs,
+                latency_within_bound,
             }
         })
         .collect()
@@ -626,8 +665,49 @@ pub struct TargetReport {
     pub discarded_windows: usize,
     /// Windows that ran on an unconfirmed write (never evidence).
     pub unconfirmed_windows: usize,
+    /// The latency bound, when one was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_bound: Option<LatencyBoundStatus>,
+    /// Which bound limits the capacity: `failures`, `latency` or `both`
+    /// (null without a capacity figure). See [`binding`].
+    pub binding: Option<&'static str>,
     /// Per window: time, offer, attempts, failures, frac, decision.
     pub history: Vec<WindowRecord>,
+}
+
+/// Which bound limits a capacity figure: the one(s) the next step up
+/// exceeded; when the period never went higher, the signal that drove most
+/// of its back-offs; `failures` without a latency bound.
+pub fn binding(
+    steady: &Steady,
+    period: &[WindowRecord],
+    high: f64,
+    latency: Option<LatencyBoundStatus>,
+) -> Option<&'static str> {
+    steady.capacity?;
+    if latency.is_none() {
+        return Some("failures");
+    }
+    if let Some(u) = &steady.evidence.next_step_up {
+        let f = u.failure_ratio > high;
+        let l = u.latency_within_bound == Some(false);
+        match (f, l) {
+            (true, true) => return Some("both"),
+            (true, false) => return Some("failures"),
+            (false, true) => return Some("latency"),
+            (false, false) => {}
+        }
+    }
+    let downs: Vec<&WindowRecord> = period
+        .iter()
+        .filter(|r| r.decision == "down" && r.time_secs >= steady.settled.from_secs)
+        .collect();
+    let by_latency = downs.iter().filter(|r| r.latency_drove).count();
+    Some(if by_latency * 2 > downs.len() {
+        "latency"
+    } else {
+        "failures"
+    })
 }
 
 /// The whole report.
@@ -651,7 +731,24 @@ impl TargetReport {
         history: Vec<WindowRecord>,
         rule: &SteadyRule,
     ) -> Self {
-        let assessed = assess(&history, rule, high);
+        Self::new_with(name, control, high, last_bad, history, rule, None)
+    }
+
+    /// [`Self::new`] with the target's latency bound, if any.
+    pub fn new_with(
+        name: &str,
+        control: &'static str,
+        high: f64,
+        last_bad: Option<f64>,
+        history: Vec<WindowRecord>,
+        rule: &SteadyRule,
+        latency: Option<LatencyBoundStatus>,
+    ) -> Self {
+        let assessed = assess_with(&history, rule, high, latency);
+        let bind = assessed
+            .as_ref()
+            .ok()
+            .and_then(|s| binding(s, &history, high, latency));
         let s = assessed.as_ref().ok();
         let capacity = s.and_then(|s| s.capacity.zip(s.evidence.capacity.as_ref()));
         let verdict = match (&assessed, capacity) {
@@ -661,6 +758,43 @@ impl TargetReport {
                 plural(history.len()),
                 why.detail
             ),
+            (Ok(s), Some((figure, c))) if latency.is_some() => {
+                let b = latency.expect("latency bound");
+                let q = crate::governor::latency::quantile_name(b.quantile);
+                let lat = |l: &LevelStats| {
+                    l.latency_secs
+                        .map(crate::governor::latency::seconds)
+                        .unwrap_or_else(|| "unknown".into())
+                };
+                let next = match &s.evidence.next_step_up {
+                    Some(u) => format!(
+                        "; {} {}: failure ratio {}, {q} {} ({} window{})",
+                        level_offers(u),
+                        if u.within_bound {
+                            "stayed within both bounds"
+                        } else {
+                            "exceeded a bound"
+                        },
+                        pct(u.failure_ratio),
+                        lat(u),
+                        u.windows,
+                        plural(u.windows)
+                    ),
+                    None => "; no higher offer in the settled period".to_string(),
+                };
+                format!(
+                    "{name}: capacity {} {control} at steady state at failure ratio <= {} and {q} <= {} ({} binds): failure ratio {} (95% interval {}–{}), {q} {} over {} windows{next}",
+                    short(figure),
+                    pct(high),
+                    crate::governor::latency::seconds(b.bound_secs),
+                    bind.unwrap_or("failures"),
+                    pct(c.failure_ratio),
+                    pct(c.interval.low),
+                    pct(c.interval.high),
+                    lat(c),
+                    c.windows
+                )
+            }
             (Ok(s), Some((figure, c))) => {
                 let next = match &s.evidence.next_step_up {
                     Some(u) => format!(
@@ -689,6 +823,12 @@ impl TargetReport {
                     c.windows
                 )
             }
+            (Ok(s), None) if latency.is_some() => format!(
+                "{name}: steady at {} {control} but every offer it held exceeded the failure bound {} or the latency bound (failure ratio {} over the period); this is saturation, not a capacity",
+                short(s.offer),
+                pct(high),
+                s.failure_ratio.map(pct).unwrap_or("n/a".into()),
+            ),
             (Ok(s), None) => format!(
                 "{name}: steady at {} {control} but the failure ratio {} exceeds the bound {} at every offer it held; this is saturation, not a capacity",
                 short(s.offer),
@@ -722,6 +862,8 @@ impl TargetReport {
             evidence: steady.map(|s| s.evidence),
             discarded_windows,
             unconfirmed_windows,
+            latency_bound: latency,
+            binding: bind,
             history,
         }
     }
@@ -765,7 +907,15 @@ fn level_line(l: &LevelStats) -> String {
         pct(l.failure_ratio),
         pct(l.interval.low),
         pct(l.interval.high)
-    )
+    ) + &match (l.latency_secs, l.latency_within_bound) {
+        (Some(v), Some(ok)) => format!(
+            ", latency {} ({} the latency bound)",
+            crate::governor::latency::seconds(v),
+            if ok { "within" } else { "over" }
+        ),
+        (None, Some(_)) => ", latency unknown".to_string(),
+        _ => String::new(),
+    }
 }
 
 impl Report {
@@ -785,13 +935,14 @@ impl Report {
             .statuses()
             .into_iter()
             .map(|s| {
-                TargetReport::new(
+                TargetReport::new_with(
                     &s.name,
                     s.knob,
                     s.high,
                     s.last_bad,
                     telemetry.history(&s.name),
                     rule,
+                    s.latency,
                 )
             })
             .collect();

@@ -26,6 +26,16 @@
 //!   and answers "Swarming started using shape class ..."; we report that
 //!   as a refusal, because the shape, not the governor, owns the users.
 //! - `--headless` has no web UI at all: the URL then refuses connections.
+//! - The same answer carries `current_response_time_percentiles`, the
+//!   latency source of `[targets.latency] locust = true`
+//!   ([`LocustLatency`]): `{"response_time_percentile_0.95": ms, ...}` for
+//!   each of `locust.stats.PERCENTILES_TO_CHART` (0.5 and 0.95 unless the
+//!   locustfile sets it), over a rolling window of the last
+//!   `CURRENT_RESPONSE_TIME_PERCENTILE_WINDOW` (10 s), `null` when that
+//!   window is empty. How exact it is: Locust rounds each response time to
+//!   2 significant digits above 100 ms (123 ms counts as 120), and the
+//!   rolling window is Locust's, not ours; so the source's lag hint is 10 s,
+//!   and the window after an offer change starts only then.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -35,10 +45,15 @@ use reqwest::header::CONTENT_TYPE;
 use super::{as_control_error, count, join, parse_json, send, MAX_BODY_BYTES};
 use crate::config::{LocustControlConfig, LocustSignalConfig};
 use crate::control::ControlError;
+use crate::latency::LatencySample;
 use crate::signal::http::fetch_text;
 use crate::signal::{Counters, SignalError};
 
 crate::counter_source!(LocustSource, has_offer = |_| true);
+crate::latency_source!(
+    LocustLatency,
+    lag = Some(crate::config::latency::LOCUST_PERCENTILE_WINDOW)
+);
 crate::knob_api!(LocustControl);
 
 /// How long Locust caches `/stats/requests`.
@@ -152,6 +167,68 @@ impl LocustSource {
             offer: s.user_count,
             lag: Some(s.lag()),
         })
+    }
+}
+
+/// Locust's rolling latency percentile, in seconds (see the module docs).
+#[derive(Debug, Clone)]
+pub struct LocustLatency {
+    client: reqwest::Client,
+    stats_url: String,
+    quantile: f64,
+    timeout: Duration,
+}
+
+impl LocustLatency {
+    /// The `quantile` of Locust's web UI at `url`.
+    pub fn new(client: reqwest::Client, url: &str, quantile: f64, timeout: Duration) -> Self {
+        LocustLatency {
+            client,
+            stats_url: join(url, "/stats/requests"),
+            quantile,
+            timeout,
+        }
+    }
+
+    /// Reads the percentile once.
+    pub async fn read(&self) -> Result<LatencySample, SignalError> {
+        let body = fetch_text(self.client.get(&self.stats_url), self.timeout, MAX_BODY_BYTES).await?;
+        parse_percentile(&body, self.quantile)
+    }
+}
+
+/// The `quantile` of `current_response_time_percentiles` in one
+/// `/stats/requests` answer, in seconds (`None`: no requests in Locust's
+/// rolling window).
+pub fn parse_percentile(body: &str, quantile: f64) -> Result<LatencySample, SignalError> {
+    let doc = parse_json("Locust", body)?;
+    let Some(map) = doc
+        .get("current_response_time_percentiles")
+        .and_then(|m| m.as_object())
+    else {
+        return Err(SignalError::MissingSeries(
+            "Locust's current_response_time_percentiles (Locust 2.x web UI, with a runner)".into(),
+        ));
+    };
+    let key = format!("response_time_percentile_{quantile}");
+    let Some(v) = map.get(&key) else {
+        let served: Vec<&str> = map
+            .keys()
+            .filter_map(|k| k.strip_prefix("response_time_percentile_"))
+            .collect();
+        return Err(SignalError::MissingSeries(format!(
+            "Locust serves the percentiles [{}], not {quantile}: set `locust.stats.PERCENTILES_TO_CHART = [0.5, {quantile}]` in the locustfile",
+            served.join(", ")
+        )));
+    };
+    if v.is_null() {
+        return Ok(LatencySample::Quantile(None));
+    }
+    match v.as_f64() {
+        Some(ms) if ms.is_finite() && ms >= 0.0 => Ok(LatencySample::Quantile(Some(ms / 1000.0))),
+        _ => Err(SignalError::Format(format!(
+            "Locust's {key} is not a number of milliseconds: {v}"
+        ))),
     }
 }
 
@@ -277,6 +354,30 @@ mod tests {
     /// The shape of a real Locust 2.47 answer (captured, trimmed), with
     /// numbers edited to include failures.
     const STATS: &str = r#"{"current_fail_per_sec": 2.5, "current_response_time_percentiles": {"response_time_percentile_0.5": 50, "response_time_percentile_0.95": 52}, "current_rps": 120.0, "errors": [{"error": "HTTPError('503 Server Error')", "method": "GET", "name": "/", "occurrences": 41}], "fail_ratio": 0.041, "state": "running", "stats": [{"avg_content_length": 2.0, "avg_response_time": 50.3, "current_fail_per_sec": 2.5, "current_rps": 120.0, "max_response_time": 61, "median_response_time": 50, "method": "GET", "min_response_time": 0, "name": "/", "num_failures": 41, "num_requests": 1000, "response_time_percentile_0.95": 52, "response_time_percentile_0.99": 55, "total_fail_per_sec": 2.5, "total_rps": 120.0}, {"avg_content_length": 2.0, "avg_response_time": 50.3, "current_fail_per_sec": 2.5, "current_rps": 120.0, "max_response_time": 61, "median_response_time": 50, "method": "", "min_response_time": 0, "name": "Aggregated", "num_failures": 41, "num_requests": 1000, "response_time_percentile_0.95": 52, "response_time_percentile_0.99": 55, "total_fail_per_sec": 2.5, "total_rps": 120.0}], "total_fail_per_sec": 2.5, "total_rps": 120.0, "user_count": 12}"#;
+
+    #[test]
+    fn reads_the_rolling_percentile_in_seconds_and_names_what_is_served() {
+        assert_eq!(
+            parse_percentile(STATS, 0.95).unwrap(),
+            LatencySample::Quantile(Some(0.052))
+        );
+        let e = parse_percentile(STATS, 0.99).unwrap_err();
+        assert_eq!(e.error_type(), "missing_series");
+        assert!(e.to_string().contains("[0.5, 0.95]"), "{e}");
+        assert!(e.to_string().contains("PERCENTILES_TO_CHART"), "{e}");
+        let empty = r#"{"current_response_time_percentiles": {"response_time_percentile_0.95": null}}"#;
+        assert_eq!(
+            parse_percentile(empty, 0.95).unwrap(),
+            LatencySample::Quantile(None)
+        );
+        let bad = r#"{"current_response_time_percentiles": {"response_time_percentile_0.95": "x"}}"#;
+        assert_eq!(parse_percentile(bad, 0.95).unwrap_err().error_type(), "format");
+        assert_eq!(
+            parse_percentile("{}", 0.95).unwrap_err().error_type(),
+            "missing_series"
+        );
+        assert_eq!(parse_percentile("<html>", 0.95).unwrap_err().error_type(), "parse");
+    }
 
     #[test]
     fn reads_the_aggregated_entry_and_user_count() {

@@ -17,6 +17,8 @@ use super::{Lifecycle, TargetTask};
 use crate::adapters::{goose, k6, locust};
 use crate::auth::TlsConfig;
 use crate::config::group::{static_members, MemberSpec};
+use crate::config::latency::{LatencyConfig, LatencySourceSpec};
+use crate::signal::latency::LatencySource;
 use crate::config::{ControlConfig, SignalConfig, TargetConfig};
 use crate::control::pull::{PullBoard, PullKey, PullKnob};
 use crate::control::{http, Actuator, Confirm, ControlError, KnobApi, ReadBack};
@@ -185,7 +187,14 @@ impl Builder {
             self.member(t, &one).map_err(&err)?;
             vec![one]
         };
+        let latency = t
+            .latency
+            .as_ref()
+            .map(|l| latency_source(t, l, self.client.clone()))
+            .transpose()
+            .map_err(&err)?;
         Ok(TargetTask {
+            latency,
             config: t.clone(),
             params,
             dry_run: self.opts.dry_run,
@@ -196,6 +205,26 @@ impl Builder {
             static_specs,
         })
     }
+}
+
+/// Builds the source of a target's latency bound.
+pub fn latency_source(
+    t: &TargetConfig,
+    l: &LatencyConfig,
+    client: reqwest::Client,
+) -> Result<Arc<dyn LatencySource>, String> {
+    let spec = l.source(t).map_err(|(f, r)| format!("{f}: {r}"))?;
+    Ok(match spec {
+        LatencySourceSpec::Histogram { url, selector } => Arc::new(
+            crate::signal::latency::HistogramSource::new(client, &url, &selector, &l.headers, l.timeout)?,
+        ),
+        LatencySourceSpec::Query { url, expr } => Arc::new(
+            crate::signal::latency::QuerySource::new(client, &url, &expr, &l.headers, l.timeout)?,
+        ),
+        LatencySourceSpec::Locust { url } => Arc::new(locust::LocustLatency::new(
+            client, &url, l.quantile, l.timeout,
+        )),
+    })
 }
 
 /// The lag a signal kind has when the source cannot estimate it: Locust's

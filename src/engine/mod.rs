@@ -87,6 +87,8 @@ pub struct TargetTask {
     exporter: Exporter,
     /// Members listed in the config (a single target's one member).
     static_specs: Vec<MemberSpec>,
+    /// Where the latency bound's quantile is read, when one is set.
+    latency: Option<Arc<dyn crate::signal::latency::LatencySource>>,
 }
 
 /// A member: its decision state lives in the [`Core`], its I/O here.
@@ -220,6 +222,16 @@ impl TargetTask {
             lag: self.config.lag_description(),
         });
 
+        let latency_bound = self.config.latency.as_ref().map(|l| {
+            crate::telemetry::LatencyBoundStatus {
+                quantile: l.quantile,
+                bound_secs: l.bound.as_secs_f64(),
+                low_secs: l.low_secs(),
+            }
+        });
+        if let Some(b) = latency_bound {
+            exporter.emit(Event::LatencyBound(b));
+        }
         let mut core = Core::new(
             crate::governor::ThrottleGovernor::with_profile(p, self.config.profile),
             step::Policy {
@@ -243,6 +255,15 @@ impl TargetTask {
                 window_secs: window.as_secs_f64(),
             },
         );
+        if let (Some(b), Some(src)) = (latency_bound, &self.latency) {
+            let lag = src.lag().map_or(0.0, |d| d.as_secs_f64());
+            core = core.with_latency(step::LatencyState::new(
+                b.quantile,
+                b.bound_secs,
+                b.low_secs,
+                lag,
+            ));
+        }
         let resume = self.lifecycle.resume;
         if resume.is_none() {
             if let Some(m) = self.state.as_ref().and_then(|s| s.get(&name)) {
@@ -333,11 +354,22 @@ impl TargetTask {
                 }
             }
             let t0 = Instant::now();
-            let reads = read_all(&ios, window.max(Duration::from_secs(1))).await;
+            let bound = window.max(Duration::from_secs(1));
+            let latency = async {
+                match &self.latency {
+                    Some(src) => Some(
+                        tokio::time::timeout(bound, src.read())
+                            .await
+                            .unwrap_or(Err(SignalError::Timeout(bound))),
+                    ),
+                    None => None,
+                }
+            };
+            let (reads, latency) = tokio::join!(read_all(&ios, bound), latency);
             exporter.emit(Event::ReadDuration(t0.elapsed().as_secs_f64()));
             let at = clock.elapsed().as_secs_f64();
             let parsed = Instant::now();
-            let out = core.step(at, reads);
+            let out = core.step_with(at, reads, latency);
             if let Some(store) = &self.state {
                 if out.decided {
                     store.set(

@@ -33,7 +33,9 @@ use std::collections::BTreeMap;
 use super::split::split;
 use crate::control::{same_offer, ControlError};
 use crate::governor::advice::{AdviceWindow, Advisor};
+use crate::governor::latency::LatencyWindow;
 use crate::governor::{HoldReason, Outcome, Params, Profile, ThrottleGovernor};
+use crate::latency::{LatencyOutcome, LatencySample, LatencyTracker};
 use crate::signal::{Counters, SignalError};
 use crate::telemetry::export::{Event, MemberChange};
 use crate::telemetry::MemberStatus;
@@ -202,6 +204,45 @@ pub struct Core {
     /// Watches the default profile's windows for signatures that the
     /// robust profile handles better (None under robust).
     advisor: Option<Advisor>,
+    /// The latency bound, when one is set (single targets only).
+    pub latency: Option<LatencyState>,
+}
+
+/// A latency bound and its window bookkeeping (see `governor::latency`).
+#[derive(Debug, Clone)]
+pub struct LatencyState {
+    /// The quantile bounded, e.g. 0.99.
+    pub quantile: f64,
+    /// The bound in seconds.
+    pub bound: f64,
+    /// The clean level in seconds.
+    pub low: f64,
+    /// How far the latency source trails the load (seconds): the member's
+    /// lag is at least this.
+    pub lag: f64,
+    tracker: LatencyTracker,
+}
+
+impl LatencyState {
+    /// A bound with no baseline yet.
+    pub fn new(quantile: f64, bound: f64, low: f64, lag: f64) -> Self {
+        LatencyState {
+            quantile,
+            bound,
+            low,
+            lag,
+            tracker: LatencyTracker::default(),
+        }
+    }
+}
+
+/// How the round's counter reading was folded (single target), so that the
+/// latency window follows the same baseline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Folded {
+    Window,
+    Baseline,
+    Reset,
 }
 
 impl Core {
@@ -221,7 +262,14 @@ impl Core {
             calm: 0,
             confirmed_since_outside: false,
             conflict: false,
+            latency: None,
         }
+    }
+
+    /// Sets a latency bound.
+    pub fn with_latency(mut self, latency: LatencyState) -> Self {
+        self.latency = Some(latency);
+        self
     }
 
     fn member_name(&self, name: &str) -> Option<String> {
@@ -356,7 +404,22 @@ impl Core {
     }
 
     /// Folds one round of reads taken at `at` (seconds on the task's clock).
-    pub fn step(&mut self, at: f64, mut reads: BTreeMap<String, MemberRead>) -> StepOut {
+    pub fn step(&mut self, at: f64, reads: BTreeMap<String, MemberRead>) -> StepOut {
+        self.step_with(at, reads, None)
+    }
+
+    /// [`Self::step`] with the round's latency read, when a latency bound
+    /// is set: its window follows the counters' (same baseline, same
+    /// attribution), and the governor decides on both signals.
+    pub fn step_with(
+        &mut self,
+        at: f64,
+        mut reads: BTreeMap<String, MemberRead>,
+        latency: Option<Result<LatencySample, SignalError>>,
+    ) -> StepOut {
+        let mut latency = latency;
+        let mut folded: Option<Folded> = None;
+        let latency_lag = self.latency.as_ref().map_or(0.0, |l| l.lag);
         let integer = self.policy.integer;
         let mut ev = Vec::new();
         let mut writes: Vec<(String, f64)> = Vec::new();
@@ -454,8 +517,13 @@ impl Core {
             let lag = self
                 .policy
                 .lag_override
-                .or(counters.lag.map(|d| d.as_secs_f64()))
-                .unwrap_or(m.lag);
+                .unwrap_or_else(|| {
+                    counters
+                        .lag
+                        .map(|d| d.as_secs_f64())
+                        .unwrap_or(m.lag)
+                        .max(latency_lag)
+                });
             m.lag = lag;
             let reported = match r.committed {
                 Some(Ok(v)) => Some(v),
@@ -507,6 +575,7 @@ impl Core {
             match m.window.observe(reading) {
                 Ok(WindowOutcome::Window(w)) => {
                     valid_reads += 1;
+                    folded = Some(Folded::Window);
                     if baseline_at.is_some_and(|b| b >= m.quiet_from - 1e-9) {
                         sum.0 += w.attempts;
                         sum.1 += w.failures;
@@ -519,9 +588,13 @@ impl Core {
                         });
                     }
                 }
-                Ok(WindowOutcome::Baseline) => valid_reads += 1,
+                Ok(WindowOutcome::Baseline) => {
+                    valid_reads += 1;
+                    folded = Some(Folded::Baseline);
+                }
                 Ok(WindowOutcome::CounterReset) => {
                     resets += 1;
+                    folded = Some(Folded::Reset);
                     m.since_reset = Some(0);
                     ev.push(Event::CounterReset {
                         member: member.clone(),
@@ -632,10 +705,48 @@ impl Core {
             });
         }
 
+        // The latency window, over the same baseline as the counters'.
+        let mut lat_window = None;
+        if let (Some(ls), Some(f)) = (self.latency.as_mut(), folded) {
+            if f == Folded::Reset {
+                ls.tracker.reset();
+            }
+            let observed = match latency.take() {
+                Some(Ok(sample)) => match ls.tracker.observe(ls.quantile, sample) {
+                    LatencyOutcome::Window(v) => v,
+                    LatencyOutcome::Baseline => None,
+                    LatencyOutcome::Reset => {
+                        ev.push(Event::LatencyError {
+                            error_type: "counter_reset",
+                            message: "a histogram bucket went down or the buckets changed: rebased".into(),
+                        });
+                        None
+                    }
+                },
+                Some(Err(e)) => {
+                    // The next read starts a new baseline: a window must
+                    // never span more rounds than the counters'.
+                    ls.tracker.reset();
+                    ev.push(Event::LatencyError {
+                        error_type: e.error_type(),
+                        message: e.to_string(),
+                    });
+                    None
+                }
+                None => None,
+            };
+            lat_window = Some(LatencyWindow {
+                quantile: ls.quantile,
+                observed,
+                bound: ls.bound,
+                low: ls.low,
+            });
+        }
+
         // The decision.
         let decided = contributors > 0 && !unknown;
         let outcome = if decided {
-            self.gov.step(sum.0, sum.1)
+            self.gov.step_with_latency(sum.0, sum.1, lat_window)
         } else if discarded > 0 {
             self.gov.hold(HoldReason::OfferChange, None, false)
         } else if valid_reads == 0 && !errors.is_empty() {

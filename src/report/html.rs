@@ -55,6 +55,7 @@ pub fn render(report: &Report) -> String {
             );
         }
         out.push_str(&svg_chart(t));
+        out.push_str(&latency_chart(t));
         out.push_str(&evidence_table(t));
     }
     out.push_str("</body></html>\n");
@@ -96,9 +97,18 @@ fn evidence_table(t: &TargetReport) -> String {
             t.unconfirmed_windows
         );
     }
+    let lat_head = t
+        .latency_bound
+        .map(|b| {
+            format!(
+                "<th>{} (median of windows)</th>",
+                crate::governor::latency::quantile_name(b.quantile)
+            )
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "<table class=\"evidence\" id=\"evidence-{}\"><tr><th>offer</th><th>windows</th><th>attempts</th><th>failures</th><th>failure ratio</th><th>95% interval</th><th>within bound</th><th></th></tr>",
+        "<table class=\"evidence\" id=\"evidence-{}\"><tr><th>offer</th><th>windows</th><th>attempts</th><th>failures</th><th>failure ratio</th><th>95% interval</th>{lat_head}<th>within bound</th><th></th></tr>",
         esc(&t.name)
     );
     let is = |a: &Option<LevelStats>, l: &LevelStats| a.as_ref().is_some_and(|c| c == l);
@@ -110,9 +120,20 @@ fn evidence_table(t: &TargetReport) -> String {
         } else {
             ("", "")
         };
+        let lat_cell = match (t.latency_bound, l.latency_within_bound) {
+            (Some(_), Some(ok)) => format!(
+                "<td class=\"{}\">{}</td>",
+                if ok { "ok" } else { "bad" },
+                l.latency_secs
+                    .map(crate::governor::latency::seconds)
+                    .unwrap_or("&mdash;".into())
+            ),
+            (Some(_), None) => "<td>&mdash;</td>".into(),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td class=\"{}\">{}</td><td>{note}</td></tr>",
+            "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td>{lat_cell}<td class=\"{}\">{}</td><td>{note}</td></tr>",
             level_offers(l),
             l.windows,
             short(l.attempts.round()),
@@ -219,5 +240,72 @@ fn svg_chart(t: &TargetReport) -> String {
         let _ = writeln!(svg, "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"none\" stroke=\"{colour}\"/>", x(r.time_secs), yo(r.offer));
     }
     svg.push_str("</svg>\n<p class=\"legend\"><span style=\"color:#1f5fbf\">&#9644; offer</span><span style=\"color:#c0392b\">&#9644; attempt-failure fraction</span><span style=\"color:#c0392b\">- - failure bound</span><span style=\"color:#8e44ad\">&middot;&middot; last_bad</span><span style=\"color:#176917\">&#9644; capacity, shaded: settled period</span><span style=\"color:#7f8c8d\">&#9675; discarded</span><span style=\"color:#e67e22\">&#9675; unconfirmed</span></p>\n");
+    svg
+}
+
+/// The window latency quantile against its bound and clean level (a
+/// latency bound only; empty otherwise).
+fn latency_chart(t: &TargetReport) -> String {
+    let Some(b) = t.latency_bound else {
+        return String::new();
+    };
+    let (w, h, pad) = (900.0, 220.0, 50.0);
+    let pw = w - 2.0 * pad;
+    let ph = h - 2.0 * pad;
+    let hist = &t.history;
+    let tmax = hist.last().map(|r| r.time_secs).unwrap_or(1.0).max(1e-9);
+    let lmax = hist
+        .iter()
+        .filter_map(|r| r.latency_secs)
+        .fold(b.bound_secs, f64::max)
+        * 1.15;
+    let x = |s: f64| pad + pw * s / tmax;
+    let y = |v: f64| pad + ph * (1.0 - (v / lmax).clamp(0.0, 1.0));
+    let q = crate::governor::latency::quantile_name(b.quantile);
+    let secs = crate::governor::latency::seconds;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"latency-{}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"window latency {q} against its bound\">\n",
+        esc(&t.name)
+    );
+    if let Some(s) = &t.settled {
+        let (x0, x1) = (x(s.from_secs), x(s.to_secs));
+        let _ = writeln!(svg, "<rect class=\"settled\" x=\"{x0:.1}\" y=\"{pad}\" width=\"{:.1}\" height=\"{ph}\" fill=\"#176917\" fill-opacity=\"0.07\"/>", (x1 - x0).max(1.0));
+    }
+    let _ = writeln!(svg, "<rect x=\"{pad}\" y=\"{pad}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>");
+    let _ = writeln!(
+        svg,
+        "<text x=\"{pad}\" y=\"{}\" font-size=\"12\" fill=\"#16a085\">window latency {q}</text>",
+        pad - 10.0
+    );
+    let _ = writeln!(
+        svg,
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text><text x=\"{}\" y=\"{}\" font-size=\"11\">0</text>",
+        pad - 5.0,
+        pad + 4.0,
+        secs(lmax),
+        pad - 12.0,
+        h - pad
+    );
+    for (class, v, dash, label) in [
+        ("latency-bound", b.bound_secs, "6 4", "bound"),
+        ("latency-low", b.low_secs, "2 3", "clean below"),
+    ] {
+        let yv = y(v);
+        let _ = writeln!(svg, "<line class=\"{class}\" x1=\"{pad}\" x2=\"{}\" y1=\"{yv:.1}\" y2=\"{yv:.1}\" stroke=\"#c0392b\" stroke-dasharray=\"{dash}\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" fill=\"#c0392b\" text-anchor=\"end\">{label} {}</text>", w - pad, w - pad - 4.0, yv - 4.0, secs(v));
+    }
+    let pts: Vec<String> = hist
+        .iter()
+        .filter_map(|r| {
+            r.latency_secs
+                .map(|v| format!("{:.1},{:.1}", x(r.time_secs), y(v)))
+        })
+        .collect();
+    let _ = writeln!(svg, "<polyline class=\"latency\" fill=\"none\" stroke=\"#16a085\" stroke-width=\"1.5\" points=\"{}\"/>", pts.join(" "));
+    for r in hist.iter().filter(|r| r.latency_drove && r.decision == "down") {
+        if let Some(v) = r.latency_secs {
+            let _ = writeln!(svg, "<circle class=\"latency-backoff\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"#c0392b\"/>", x(r.time_secs), y(v));
+        }
+    }
+    svg.push_str("</svg>\n<p class=\"legend\"><span style=\"color:#16a085\">&#9644; window latency</span><span style=\"color:#c0392b\">- - latency bound, &middot;&middot; clean level</span><span style=\"color:#c0392b\">&#9679; back-off driven by latency</span></p>\n");
     svg
 }

@@ -24,6 +24,7 @@
 //!   (re-exported from [`crate::auth`]).
 
 pub mod http;
+pub mod latency;
 pub mod prometheus;
 pub mod promql;
 pub mod push;

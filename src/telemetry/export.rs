@@ -82,6 +82,15 @@ pub enum Event {
         /// A bounded reason label.
         reason: &'static str,
     },
+    /// The target has a latency bound (after `Started`).
+    LatencyBound(super::LatencyBoundStatus),
+    /// The latency source could not be read, or rebased.
+    LatencyError {
+        /// Bounded error label.
+        error_type: &'static str,
+        /// The message.
+        message: String,
+    },
     /// The signal could not be read, or was invalid.
     SignalError {
         /// The member (None for a single target).
@@ -412,6 +421,35 @@ impl Exporter {
                     let msg = format!("{error_type}: {message}");
                     tel.update(name, |s| s.last_error = Some(msg));
                 }
+            }
+            Event::LatencyBound(b) => {
+                let q = super::metrics::QuantileLabels {
+                    target: name.to_string(),
+                    quantile: b.quantile.to_string(),
+                };
+                m.latency_bound.get_or_create(&q).set(b.bound_secs);
+                m.latency_low.get_or_create(&q).set(b.low_secs);
+                m.window_latency.get_or_create(&q).set(f64::NAN);
+                for error_type in ["counter_reset", "timeout", "connect", "missing_series"] {
+                    m.latency_errors
+                        .get_or_create(&super::metrics::ErrorLabels {
+                            target: name.to_string(),
+                            error_type,
+                        })
+                        .inc_by(0);
+                }
+                info!(target = %name, "{name}: latency bound {} <= {} (clean below {}); a window climbs only when both failures and latency are clean",
+                    crate::governor::latency::quantile_name(b.quantile),
+                    crate::governor::latency::seconds(b.bound_secs),
+                    crate::governor::latency::seconds(b.low_secs));
+                tel.update(name, |s| s.latency = Some(b));
+            }
+            Event::LatencyError {
+                error_type,
+                message,
+            } => {
+                self.count_error(&m.latency_errors, error_type);
+                warn!(target = %name, error_type, "Latency read failed, the window cannot be latency-clean: {message}");
             }
             Event::NoSignal { message } => {
                 warn!(target = %name, "Signal error, holding: {message}");

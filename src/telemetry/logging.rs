@@ -19,6 +19,7 @@ use clap::ValueEnum;
 use prometheus_client::metrics::counter::Counter;
 use tracing::info;
 
+use crate::governor::latency::seconds;
 use crate::governor::{pct, Control, Outcome};
 
 /// `--log-format`
@@ -213,12 +214,41 @@ pub fn movement_line(name: &str, knob: Control, o: &Outcome, window_secs: f64) -
         .and_then(|s| s.threshold)
         .map(|t| format!(" {t}"))
         .unwrap_or_default();
-    format!(
-        "{name}: attempt failures {} ({}/{} over {:.1}s){threshold}; {knob} {} -> {}, {}",
+    let failures = format!(
+        "attempt failures {} ({}/{} over {:.1}s){threshold}",
         pct(frac),
         f,
         n,
-        window_secs,
+        window_secs
+    );
+    // With a latency bound, the line names the signal that drove the move
+    // first, and the other beside it.
+    let signals = match o.latency {
+        Some(l) => {
+            let q = l.quantile_name();
+            let lat = match (l.observed, l.threshold) {
+                (Some(v), Some(t)) => {
+                    let t = match t {
+                        crate::governor::Threshold::High(b) => format!("> bound {}", seconds(b)),
+                        crate::governor::Threshold::Low(b) => format!("< low {}", seconds(b)),
+                        crate::governor::Threshold::Band(a, b) => {
+                            format!("within [{}, {}]", seconds(a), seconds(b))
+                        }
+                    };
+                    format!("latency {q} {} {t}", seconds(v))
+                }
+                _ => format!("latency {q} unknown (no observations)"),
+            };
+            if l.drove {
+                format!("{lat} (drove this); {failures}")
+            } else {
+                format!("{failures}; {lat}")
+            }
+        }
+        None => failures,
+    };
+    format!(
+        "{name}: {signals}; {knob} {} -> {}, {}",
         offer(knob, o.from),
         offer(knob, o.to),
         o.mode.map(|m| m.as_str()).unwrap_or("hold"),

@@ -102,6 +102,15 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0005, 2.0, 15))
 }
 
+/// `{target, quantile}` of the latency bound's series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QuantileLabels {
+    /// The target's name.
+    pub target: String,
+    /// The quantile bounded, as Prometheus writes it: `0.99`.
+    pub quantile: String,
+}
+
 /// `target` and a bounded `reason`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabels {
@@ -145,6 +154,14 @@ pub struct Metrics {
     pub counter_resets: Family<TargetLabel, Counter>,
     /// `throttle_signal_errors_total`
     pub signal_errors: Family<ErrorLabels, Counter>,
+    /// `throttle_window_latency_seconds`
+    pub window_latency: Family<QuantileLabels, GaugeF>,
+    /// `throttle_latency_bound_seconds`
+    pub latency_bound: Family<QuantileLabels, GaugeF>,
+    /// `throttle_latency_low_seconds`
+    pub latency_low: Family<QuantileLabels, GaugeF>,
+    /// `throttle_latency_errors_total`
+    pub latency_errors: Family<ErrorLabels, Counter>,
     /// `throttle_signal_up` (1 when the last window had a valid signal)
     pub signal_up: Family<TargetLabel, GaugeF>,
     /// `throttle_signal_lost` (1 while the signal-loss policy is in force)
@@ -323,6 +340,10 @@ impl Metrics {
             clean_streak: Family::default(),
             counter_resets: Family::default(),
             signal_errors: Family::default(),
+            window_latency: Family::default(),
+            latency_bound: Family::default(),
+            latency_low: Family::default(),
+            latency_errors: Family::default(),
             signal_up: Family::default(),
             signal_lost: Family::default(),
             tool_restarts: Family::default(),
@@ -449,6 +470,26 @@ impl Metrics {
             "throttle_signal_errors",
             "Signal reads or windows that failed, by error type",
             m.signal_errors.clone(),
+        );
+        registry.register(
+            "throttle_window_latency_seconds",
+            "The last window's latency quantile (latency bound only; NaN when the window had none)",
+            m.window_latency.clone(),
+        );
+        registry.register(
+            "throttle_latency_bound_seconds",
+            "The declared latency bound at its quantile: back off above it",
+            m.latency_bound.clone(),
+        );
+        registry.register(
+            "throttle_latency_low_seconds",
+            "The latency bound's clean level: a window climbs only below it",
+            m.latency_low.clone(),
+        );
+        registry.register(
+            "throttle_latency_errors",
+            "Latency reads that failed or rebased, by error type",
+            m.latency_errors.clone(),
         );
         registry.register(
             "throttle_signal_up",

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::governor::{HoldReason, Outcome};
-use metrics::{label, DecisionLabels};
+use metrics::{label, DecisionLabels, QuantileLabels};
 
 pub use metrics::Metrics;
 
@@ -65,6 +65,12 @@ pub struct WindowRecord {
     /// window: the offer in effect is the tool's, not ours.
     #[serde(default)]
     pub unconfirmed: bool,
+    /// The window's latency quantile in seconds (latency bound only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_secs: Option<f64>,
+    /// Whether latency drove the decision (latency bound only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency_drove: bool,
 }
 
 /// The live state of one target, for `/api/v1/targets`.
@@ -115,6 +121,20 @@ pub struct TargetStatus {
     pub writes_confirmed: bool,
     /// Whether another writer keeps changing the knob (the target holds).
     pub outside_writer_conflict: bool,
+    /// The latency bound, when one is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyBoundStatus>,
+}
+
+/// A target's latency bound, for the status and the report.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyBoundStatus {
+    /// The quantile bounded (0.99 for p99).
+    pub quantile: f64,
+    /// The bound in seconds.
+    pub bound_secs: f64,
+    /// The clean level in seconds.
+    pub low_secs: f64,
 }
 
 /// The live state of one member of a target group, for `/api/v1/groups`.
@@ -267,6 +287,14 @@ impl Telemetry {
             .set(o.last_bad.unwrap_or(f64::NAN));
         m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
         m.offer.get_or_create(&l).set(ran_at);
+        if let Some(lat) = o.latency {
+            m.window_latency
+                .get_or_create(&QuantileLabels {
+                    target: name.to_string(),
+                    quantile: lat.quantile.to_string(),
+                })
+                .set(lat.observed.unwrap_or(f64::NAN));
+        }
         let sig = o.signal;
         if let Some(s) = sig {
             m.window_attempts.get_or_create(&l).set(s.attempts);
@@ -316,6 +344,8 @@ impl Telemetry {
                 label: label_str,
                 discarded: o.reason == Some(HoldReason::OfferChange),
                 unconfirmed,
+                latency_secs: o.latency.and_then(|l| l.observed),
+                latency_drove: o.latency.is_some_and(|l| l.drove),
             },
         );
     }
@@ -366,6 +396,7 @@ impl TargetStatus {
             signal_lag: String::new(),
             writes_confirmed: true,
             outside_writer_conflict: false,
+            latency: None,
         }
     }
 }
