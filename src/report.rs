@@ -677,7 +677,9 @@ pub struct TargetReport {
 
 /// Which bound limits a capacity figure: the one(s) the next step up
 /// exceeded; when the period never went higher, the signal that drove most
-/// of its back-offs; `failures` without a latency bound.
+/// of its back-offs, else what held it (latency-band holds), else the
+/// signal of the last back-off before it; `failures` without a latency
+/// bound.
 pub fn binding(
     steady: &Steady,
     period: &[WindowRecord],
@@ -698,16 +700,27 @@ pub fn binding(
             (false, false) => {}
         }
     }
-    let downs: Vec<&WindowRecord> = period
+    let from = steady.settled.from_secs;
+    let in_period: Vec<&WindowRecord> = period.iter().filter(|r| r.time_secs >= from).collect();
+    let downs: Vec<&&WindowRecord> = in_period.iter().filter(|r| r.decision == "down").collect();
+    let by = |latency: bool| if latency { "latency" } else { "failures" };
+    if !downs.is_empty() {
+        let by_latency = downs.iter().filter(|r| r.latency_drove).count();
+        return Some(by(by_latency * 2 > downs.len()));
+    }
+    let latency_holds = in_period
         .iter()
-        .filter(|r| r.decision == "down" && r.time_secs >= steady.settled.from_secs)
-        .collect();
-    let by_latency = downs.iter().filter(|r| r.latency_drove).count();
-    Some(if by_latency * 2 > downs.len() {
-        "latency"
-    } else {
-        "failures"
-    })
+        .filter(|r| r.label == "latency-band")
+        .count();
+    let band_holds = in_period.iter().filter(|r| r.label == "dead-band").count();
+    if latency_holds + band_holds > 0 {
+        return Some(by(latency_holds > band_holds));
+    }
+    let last_down = period
+        .iter()
+        .rev()
+        .find(|r| r.decision == "down" && r.time_secs < from);
+    Some(by(last_down.is_some_and(|r| r.latency_drove)))
 }
 
 /// The whole report.

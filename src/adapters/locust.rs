@@ -192,7 +192,12 @@ impl LocustLatency {
 
     /// Reads the percentile once.
     pub async fn read(&self) -> Result<LatencySample, SignalError> {
-        let body = fetch_text(self.client.get(&self.stats_url), self.timeout, MAX_BODY_BYTES).await?;
+        let body = fetch_text(
+            self.client.get(&self.stats_url),
+            self.timeout,
+            MAX_BODY_BYTES,
+        )
+        .await?;
         parse_percentile(&body, self.quantile)
     }
 }
@@ -365,18 +370,26 @@ mod tests {
         assert_eq!(e.error_type(), "missing_series");
         assert!(e.to_string().contains("[0.5, 0.95]"), "{e}");
         assert!(e.to_string().contains("PERCENTILES_TO_CHART"), "{e}");
-        let empty = r#"{"current_response_time_percentiles": {"response_time_percentile_0.95": null}}"#;
+        let empty =
+            r#"{"current_response_time_percentiles": {"response_time_percentile_0.95": null}}"#;
         assert_eq!(
             parse_percentile(empty, 0.95).unwrap(),
             LatencySample::Quantile(None)
         );
-        let bad = r#"{"current_response_time_percentiles": {"response_time_percentile_0.95": "x"}}"#;
-        assert_eq!(parse_percentile(bad, 0.95).unwrap_err().error_type(), "format");
+        let bad =
+            r#"{"current_response_time_percentiles": {"response_time_percentile_0.95": "x"}}"#;
+        assert_eq!(
+            parse_percentile(bad, 0.95).unwrap_err().error_type(),
+            "format"
+        );
         assert_eq!(
             parse_percentile("{}", 0.95).unwrap_err().error_type(),
             "missing_series"
         );
-        assert_eq!(parse_percentile("<html>", 0.95).unwrap_err().error_type(), "parse");
+        assert_eq!(
+            parse_percentile("<html>", 0.95).unwrap_err().error_type(),
+            "format"
+        );
     }
 
     #[test]

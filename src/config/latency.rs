@@ -147,15 +147,16 @@ impl LatencyConfig {
             });
         }
         if let Some(q) = &self.query {
-            let url = match (&self.url, &t.signal) {
-                (Some(u), _) => u.clone(),
-                (None, SignalConfig::Promql(p)) => p.url.clone(),
-                _ => return Err((
-                    "latency.url",
-                    "give the Prometheus API base URL for `query` (the signal is not PromQL)"
-                        .into(),
-                )),
-            };
+            let url =
+                match (&self.url, &t.signal) {
+                    (Some(u), _) => u.clone(),
+                    (None, SignalConfig::Promql(p)) => p.url.clone(),
+                    _ => return Err((
+                        "latency.url",
+                        "give the Prometheus API base URL for `query` (the signal is not PromQL)"
+                            .into(),
+                    )),
+                };
             return Ok(LatencySourceSpec::Query {
                 url,
                 expr: q.replace("{{window}}", &window),
@@ -307,22 +308,33 @@ url = "http://127.0.0.1:8089"
             LOCUST,
         )
         .unwrap_err();
-        assert!(e.contains("targets[t].latency.quantile: must be between 0 and 1"), "{e}");
-        assert!(e.contains("targets[t].latency.bound: must be longer than 0s"), "{e}");
-        assert!(e.contains("targets[t].latency.low: must be below `bound`"), "{e}");
+        assert!(
+            e.contains("targets[t].latency.quantile: must be between 0 and 1"),
+            "{e}"
+        );
+        assert!(
+            e.contains("targets[t].latency.bound: must be longer than 0s"),
+            "{e}"
+        );
+        assert!(
+            e.contains("targets[t].latency.low: must be below `bound`"),
+            "{e}"
+        );
         let e = cfg("quantile = 0.99\nbound = \"250ms\"", LOCUST).unwrap_err();
-        assert!(e.contains("targets[t].latency: give exactly one source"), "{e}");
+        assert!(
+            e.contains("targets[t].latency: give exactly one source"),
+            "{e}"
+        );
         let e = cfg(
             "quantile = 0.99\nbound = \"250ms\"\nhistogram = \"h\"",
             LOCUST,
         )
         .unwrap_err();
-        assert!(e.contains("targets[t].latency.url: give the exposition"), "{e}");
-        let e = cfg(
-            "quantile = 0.99\nbound = \"fast\"\nlocust = true",
-            LOCUST,
-        )
-        .unwrap_err();
+        assert!(
+            e.contains("targets[t].latency.url: give the exposition"),
+            "{e}"
+        );
+        let e = cfg("quantile = 0.99\nbound = \"fast\"\nlocust = true", LOCUST).unwrap_err();
         assert!(e.contains("latency.bound"), "{e}");
         let e = cfg(
             "quantile = 0.99\nbound = \"1s\"\nlocust = true\ncolour = 1",

@@ -18,10 +18,10 @@ use crate::adapters::{goose, k6, locust};
 use crate::auth::TlsConfig;
 use crate::config::group::{static_members, MemberSpec};
 use crate::config::latency::{LatencyConfig, LatencySourceSpec};
-use crate::signal::latency::LatencySource;
 use crate::config::{ControlConfig, SignalConfig, TargetConfig};
 use crate::control::pull::{PullBoard, PullKey, PullKnob};
 use crate::control::{http, Actuator, Confirm, ControlError, KnobApi, ReadBack};
+use crate::signal::latency::LatencySource;
 use crate::signal::{prometheus, promql, push, CounterSource};
 use crate::state::StateStore;
 use crate::telemetry::export::Exporter;
@@ -215,9 +215,11 @@ pub fn latency_source(
 ) -> Result<Arc<dyn LatencySource>, String> {
     let spec = l.source(t).map_err(|(f, r)| format!("{f}: {r}"))?;
     Ok(match spec {
-        LatencySourceSpec::Histogram { url, selector } => Arc::new(
-            crate::signal::latency::HistogramSource::new(client, &url, &selector, &l.headers, l.timeout)?,
-        ),
+        LatencySourceSpec::Histogram { url, selector } => {
+            Arc::new(crate::signal::latency::HistogramSource::new(
+                client, &url, &selector, &l.headers, l.timeout,
+            )?)
+        }
         LatencySourceSpec::Query { url, expr } => Arc::new(
             crate::signal::latency::QuerySource::new(client, &url, &expr, &l.headers, l.timeout)?,
         ),

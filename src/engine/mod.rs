@@ -222,13 +222,15 @@ impl TargetTask {
             lag: self.config.lag_description(),
         });
 
-        let latency_bound = self.config.latency.as_ref().map(|l| {
-            crate::telemetry::LatencyBoundStatus {
-                quantile: l.quantile,
-                bound_secs: l.bound.as_secs_f64(),
-                low_secs: l.low_secs(),
-            }
-        });
+        let latency_bound =
+            self.config
+                .latency
+                .as_ref()
+                .map(|l| crate::telemetry::LatencyBoundStatus {
+                    quantile: l.quantile,
+                    bound_secs: l.bound.as_secs_f64(),
+                    low_secs: l.low_secs(),
+                });
         if let Some(b) = latency_bound {
             exporter.emit(Event::LatencyBound(b));
         }

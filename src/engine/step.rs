@@ -514,16 +514,13 @@ impl Core {
                     change: MemberChange::Back,
                 });
             }
-            let lag = self
-                .policy
-                .lag_override
-                .unwrap_or_else(|| {
-                    counters
-                        .lag
-                        .map(|d| d.as_secs_f64())
-                        .unwrap_or(m.lag)
-                        .max(latency_lag)
-                });
+            let lag = self.policy.lag_override.unwrap_or_else(|| {
+                counters
+                    .lag
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(m.lag)
+                    .max(latency_lag)
+            });
             m.lag = lag;
             let reported = match r.committed {
                 Some(Ok(v)) => Some(v),
@@ -718,7 +715,8 @@ impl Core {
                     LatencyOutcome::Reset => {
                         ev.push(Event::LatencyError {
                             error_type: "counter_reset",
-                            message: "a histogram bucket went down or the buckets changed: rebased".into(),
+                            message: "a histogram bucket went down or the buckets changed: rebased"
+                                .into(),
                         });
                         None
                     }

@@ -301,7 +301,10 @@ fn latency_chart(t: &TargetReport) -> String {
         })
         .collect();
     let _ = writeln!(svg, "<polyline class=\"latency\" fill=\"none\" stroke=\"#16a085\" stroke-width=\"1.5\" points=\"{}\"/>", pts.join(" "));
-    for r in hist.iter().filter(|r| r.latency_drove && r.decision == "down") {
+    for r in hist
+        .iter()
+        .filter(|r| r.latency_drove && r.decision == "down")
+    {
         if let Some(v) = r.latency_secs {
             let _ = writeln!(svg, "<circle class=\"latency-backoff\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"#c0392b\"/>", x(r.time_secs), y(v));
         }

@@ -20,6 +20,8 @@ fn rec(t: f64, offer: f64, attempts: f64, failures: f64, decision: &'static str)
         label: "dead-band",
         discarded: false,
         unconfirmed: false,
+        latency_secs: None,
+        latency_drove: false,
     }
 }
 
@@ -673,4 +675,151 @@ fn the_report_is_built_from_the_telemetry_history() {
     );
     assert!(steady(&tel.history("settled"), &rule, params.high).is_some());
     assert!(steady(&tel.history("unconfirmed"), &rule, params.high).is_none());
+}
+
+mod latency_bound {
+    use super::*;
+    use crate::telemetry::LatencyBoundStatus;
+
+    const BOUND: LatencyBoundStatus = LatencyBoundStatus {
+        quantile: 0.99,
+        bound_secs: 0.31,
+        low_secs: 0.248,
+    };
+
+    /// A queueing target: latency 20 ms per user above 5, never a failure.
+    fn lat(offer: f64) -> f64 {
+        0.1 * (offer / 5.0).max(1.0)
+    }
+
+    fn window(t: f64, offer: f64, decision: &'static str, label: &'static str) -> WindowRecord {
+        WindowRecord {
+            latency_secs: Some(lat(offer)),
+            latency_drove: decision == "down",
+            label,
+            ..rec(t, offer, 100.0, 0.0, decision)
+        }
+    }
+
+    /// A sawtooth 14 -> 15 -> 16 -> back to 14, repeated: 16 is over the
+    /// latency bound (320 ms), 14 and 15 are within it.
+    fn sawtooth() -> Vec<WindowRecord> {
+        let mut h = Vec::new();
+        let mut t = 0.0;
+        for _ in 0..6 {
+            for (o, d, l) in [
+                (14.0, "hold", "latency-band"),
+                (14.0, "up", "probing"),
+                (15.0, "up", "probing"),
+                (16.0, "down", "backing-off"),
+            ] {
+                t += 3.0;
+                h.push(window(t, o, d, l));
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn the_capacity_is_the_highest_level_within_both_bounds_and_latency_binds() {
+        let t = TargetReport::new_with(
+            "slo",
+            "concurrency",
+            0.05,
+            Some(16.0),
+            sawtooth(),
+            &SteadyRule::default(),
+            Some(BOUND),
+        );
+        assert_eq!(t.capacity, Some(15.0), "{}", t.verdict);
+        assert_eq!(t.binding, Some("latency"));
+        assert!(
+            t.verdict
+                .contains("at failure ratio <= 5% and p99 <= 310ms (latency binds)"),
+            "{}",
+            t.verdict
+        );
+        let e = t.evidence.as_ref().unwrap();
+        let up = e.next_step_up.as_ref().unwrap();
+        assert_eq!(up.latency_within_bound, Some(false));
+        assert!(up.failure_ratio == 0.0 && !up.within_bound);
+    }
+
+    #[test]
+    fn without_the_bound_the_same_history_has_no_latency_capacity() {
+        // The attempt plane alone sees nothing: 16 is "within the bound".
+        let t = TargetReport::new(
+            "slo",
+            "concurrency",
+            0.05,
+            Some(16.0),
+            sawtooth(),
+            &SteadyRule::default(),
+        );
+        assert_eq!(t.capacity, Some(16.0));
+        assert_eq!(t.binding, Some("failures"));
+        assert!(t.latency_bound.is_none());
+    }
+
+    #[test]
+    fn a_plateau_held_in_the_latency_band_is_bound_by_latency() {
+        let mut h: Vec<WindowRecord> = (0..20)
+            .map(|i| window(f64::from(i) * 3.0, 14.0, "hold", "latency-band"))
+            .collect();
+        h.insert(0, window(-3.0, 16.0, "down", "backing-off"));
+        let t = TargetReport::new_with(
+            "slo",
+            "concurrency",
+            0.05,
+            Some(16.0),
+            h,
+            &SteadyRule::default(),
+            Some(BOUND),
+        );
+        assert_eq!(t.capacity, Some(14.0), "{}", t.verdict);
+        assert_eq!(t.binding, Some("latency"));
+    }
+
+    #[test]
+    fn the_html_charts_latency_against_its_bound() {
+        let t = TargetReport::new_with(
+            "slo",
+            "concurrency",
+            0.05,
+            Some(16.0),
+            sawtooth(),
+            &SteadyRule::default(),
+            Some(BOUND),
+        );
+        let html = Report::new(vec![t], &SteadyRule::default()).to_html();
+        assert!(html.contains("id=\"latency-slo\""));
+        assert!(html.contains("class=\"latency-bound\""));
+        assert!(html.contains("class=\"latency-backoff\""));
+        assert!(html.contains("p99 (median of windows)"));
+        let no_bound = TargetReport::new(
+            "plain",
+            "concurrency",
+            0.05,
+            None,
+            sawtooth(),
+            &SteadyRule::default(),
+        );
+        let html = Report::new(vec![no_bound], &SteadyRule::default()).to_html();
+        assert!(!html.contains("id=\"latency-plain\""));
+    }
+
+    #[test]
+    fn window_records_stay_backwards_compatible() {
+        let plain = serde_json::to_value(rec(1.0, 2.0, 3.0, 0.0, "hold")).unwrap();
+        assert!(plain.get("latency_secs").is_none());
+        assert!(plain.get("latency_drove").is_none());
+        let with = serde_json::to_value(WindowRecord {
+            latency_secs: Some(0.2),
+            latency_drove: true,
+            ..rec(1.0, 2.0, 3.0, 0.0, "down")
+        })
+        .unwrap();
+        assert_eq!(with["latency_secs"], 0.2);
+        assert_eq!(with["latency_drove"], true);
+    }
 }

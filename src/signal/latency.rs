@@ -40,7 +40,8 @@ const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 fn headers(given: &std::collections::BTreeMap<String, String>) -> Result<HeaderMap, String> {
     let mut headers = HeaderMap::new();
     for (k, v) in given {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header `{k}`: {e}"))?;
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header `{k}`: {e}"))?;
         let value = HeaderValue::from_str(v).map_err(|e| format!("header `{k}`: {e}"))?;
         headers.insert(name, value);
     }
@@ -271,7 +272,9 @@ other_bucket{le=\"0.1\"} 99
             .evaluate("x_bucket{le=\"0.1\"} 1\n")
             .unwrap_err();
         assert_eq!(e.error_type(), "format", "{e}");
-        let e = hist("x_bucket").evaluate("x_bucket{le=\"0.1\" 1\n").unwrap_err();
+        let e = hist("x_bucket")
+            .evaluate("x_bucket{le=\"0.1\" 1\n")
+            .unwrap_err();
         assert_eq!(e.error_type(), "parse");
         let e = hist("x_bucket")
             .evaluate("x_bucket{le=\"0.1\"} -3\nx_bucket{le=\"+Inf\"} 1\n")

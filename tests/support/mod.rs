@@ -12,6 +12,7 @@
 
 pub mod procs;
 pub mod pull;
+pub mod queueing;
 pub mod real;
 pub mod tools;
 
