@@ -120,6 +120,9 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
             t.profile,
             t.lag_description()
         ));
+        if let Some(l) = &t.latency {
+            text.push_str(&format!("    latency bound: {}\n", l.describe(t)));
+        }
     }
     print(&text)
 }

@@ -35,6 +35,7 @@ fn every_shipped_config_loads() {
         "k6.toml",
         "k6-promql.toml",
         "push.toml",
+        "latency.toml",
     ] {
         assert!(
             loaded.iter().any(|l| l == want),

@@ -172,6 +172,31 @@ impl LatencyConfig {
         }
     }
 
+    /// The bound in words (`check` shows it): `p99 <= 250ms (clean below
+    /// 200ms), from the histogram ... at ...`.
+    pub fn describe(&self, t: &TargetConfig) -> String {
+        let q = crate::governor::latency::quantile_name(self.quantile);
+        let secs = crate::governor::latency::seconds;
+        let from = match self.source(t) {
+            Ok(LatencySourceSpec::Histogram { url, selector }) => {
+                format!("the histogram buckets `{selector}` scraped from {url} (windowed from bucket deltas)")
+            }
+            Ok(LatencySourceSpec::Query { url, expr }) => {
+                format!("the PromQL `{expr}` at {url}")
+            }
+            Ok(LatencySourceSpec::Locust { url }) => format!(
+                "Locust's rolling {}-s percentile at {url} (windows start 10 s after each change)",
+                LOCUST_PERCENTILE_WINDOW.as_secs()
+            ),
+            Err((_, r)) => r,
+        };
+        format!(
+            "{q} <= {} (clean below {}), from {from}",
+            secs(self.bound.as_secs_f64()),
+            secs(self.low_secs())
+        )
+    }
+
     /// Every problem, as (field, reason).
     pub fn problems(&self, t: &TargetConfig) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();

@@ -503,3 +503,137 @@ fn tiny_samples_bring_one_profile_advice_under_the_default_only() {
     assert_eq!(advice_count(Profile::Default), 1);
     assert_eq!(advice_count(Profile::Robust), 0);
 }
+
+mod latency_bound {
+    use super::*;
+    use crate::latency::{Buckets, LatencySample};
+
+    /// A cumulative histogram with `fast` observations under 0.1 s and
+    /// `slow` in (0.1, 1] s.
+    fn hist(fast: f64, slow: f64) -> Option<Result<LatencySample, SignalError>> {
+        Some(Ok(LatencySample::Histogram(
+            Buckets::new([
+                (0.1, fast),
+                (1.0, fast + slow),
+                (f64::INFINITY, fast + slow),
+            ])
+            .unwrap(),
+        )))
+    }
+
+    fn bounded(lag: f64) -> Core {
+        core(&["t"], lag).with_latency(LatencyState::new(0.99, 0.25, 0.2, 0.0))
+    }
+
+    #[test]
+    fn a_latency_window_follows_the_counters_baseline_and_backs_off_on_a_breach() {
+        let mut c = bounded(0.0);
+        let w = wrote(1, 4.0, 0.1, true);
+        // Baseline for both (a long fast history).
+        let out = c.step_with(1.0, one("t", read(0.0, 0.0, 4.0, w)), hist(10_000.0, 0.0));
+        assert_eq!(reason(&out.outcome), Some(HoldReason::Baseline));
+        // A fast window climbs.
+        let out = c.step_with(3.0, one("t", read(100.0, 0.0, 4.0, w)), hist(10_100.0, 0.0));
+        assert_eq!(out.outcome.decision, Decision::Up(8.0));
+        assert!(out.outcome.latency.unwrap().observed.unwrap() < 0.1);
+        // Every request of the next window is slow: the lifetime p99 would
+        // still be fast, the window's is near 1 s: a Down driven by latency.
+        let w2 = wrote(2, 8.0, 3.1, true);
+        let out = c.step_with(
+            5.0,
+            one("t", read(200.0, 0.0, 8.0, w2)),
+            hist(10_100.0, 0.0),
+        );
+        // (The window straddling the write is discarded, for latency too.)
+        assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+        let out = c.step_with(
+            7.0,
+            one("t", read(300.0, 0.0, 8.0, w2)),
+            hist(10_100.0, 100.0),
+        );
+        assert_eq!(
+            out.outcome.decision,
+            Decision::Down(2.0),
+            "{:?}",
+            out.outcome
+        );
+        let l = out.outcome.latency.unwrap();
+        assert!(l.drove && l.observed.unwrap() > 0.9);
+        assert_eq!(out.outcome.last_bad, Some(8.0));
+    }
+
+    #[test]
+    fn a_failed_latency_read_is_counted_and_never_reads_as_fast() {
+        let mut c = bounded(0.0);
+        let w = wrote(1, 4.0, 0.1, true);
+        c.step_with(1.0, one("t", read(0.0, 0.0, 4.0, w)), hist(0.0, 0.0));
+        let out = c.step_with(
+            3.0,
+            one("t", read(100.0, 0.0, 4.0, w)),
+            Some(Err(SignalError::Timeout(Duration::from_secs(1)))),
+        );
+        assert_eq!(reason(&out.outcome), Some(HoldReason::NoLatency));
+        assert!(has(&out, |e| matches!(
+            e,
+            Event::LatencyError {
+                error_type: "timeout",
+                ..
+            }
+        )));
+        // The next read is a new baseline (no quantile yet), the one after
+        // a window again.
+        let out = c.step_with(5.0, one("t", read(200.0, 0.0, 4.0, w)), hist(50.0, 0.0));
+        assert_eq!(reason(&out.outcome), Some(HoldReason::NoLatency));
+        let out = c.step_with(7.0, one("t", read(300.0, 0.0, 4.0, w)), hist(150.0, 0.0));
+        assert_eq!(out.outcome.decision, Decision::Up(8.0));
+    }
+
+    #[test]
+    fn a_histogram_reset_rebases_and_is_counted() {
+        let mut c = bounded(0.0);
+        let w = wrote(1, 4.0, 0.1, true);
+        c.step_with(1.0, one("t", read(0.0, 0.0, 4.0, w)), hist(500.0, 0.0));
+        let out = c.step_with(3.0, one("t", read(100.0, 0.0, 4.0, w)), hist(5.0, 0.0));
+        assert_eq!(reason(&out.outcome), Some(HoldReason::NoLatency));
+        assert!(has(&out, |e| matches!(
+            e,
+            Event::LatencyError {
+                error_type: "counter_reset",
+                ..
+            }
+        )));
+    }
+
+    #[test]
+    fn the_latency_source_lag_delays_the_first_window_after_a_change() {
+        // Locust-like: the quantile trails the load by 10 s.
+        let mut c = core(&["t"], 0.0).with_latency(LatencyState::new(0.99, 0.25, 0.2, 10.0));
+        let w = wrote(1, 4.0, 0.5, true);
+        c.step_with(1.0, one("t", read(0.0, 0.0, 4.0, w)), hist(0.0, 0.0));
+        // 10.5 s after the confirmed write, windows before that are discarded.
+        let out = c.step_with(3.0, one("t", read(100.0, 0.0, 4.0, w)), hist(100.0, 0.0));
+        assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+        for at in [5.0, 7.0, 9.0, 11.0] {
+            let n = at * 50.0;
+            let out = c.step_with(at, one("t", read(n, 0.0, 4.0, w)), hist(n, 0.0));
+            assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange), "{at}");
+        }
+        let out = c.step_with(13.0, one("t", read(650.0, 0.0, 4.0, w)), hist(650.0, 0.0));
+        assert_eq!(out.outcome.decision, Decision::Up(8.0));
+    }
+
+    #[test]
+    fn no_latency_bound_is_the_plain_step() {
+        let mut a = core(&["t"], 0.0);
+        let mut b = core(&["t"], 0.0);
+        let w = wrote(1, 4.0, 0.1, true);
+        for (at, n, f) in [(1.0, 0.0, 0.0), (3.0, 100.0, 0.0), (5.0, 200.0, 50.0)] {
+            let oa = a.step(at, one("t", read(n, f, 4.0, w))).outcome;
+            let ob = b
+                .step_with(at, one("t", read(n, f, 4.0, w)), hist(n, 0.0))
+                .outcome;
+            assert_eq!(oa, ob);
+            assert!(ob.latency.is_none());
+        }
+    }
+}
