@@ -725,7 +725,13 @@ async fn every_dashboard_query_has_data_from_the_first_scrape() {
     let dead = format!("127.0.0.1:{}", free_port());
     let toml = FakeTool::start(40.0, 1.0)
         .await
-        .target_toml("first", 100, 60_000, "");
+        .target_toml(
+            "first",
+            100,
+            60_000,
+            // A latency bound too, so that its panel's series are checked.
+            r#"latency = { quantile = 0.99, bound = "250ms", histogram = "h_seconds", url = "http://127.0.0.1:1/metrics" }"#,
+        );
     let toml = regex::Regex::new(r"127\.0\.0\.1:\d+")
         .unwrap()
         .replace_all(&toml, dead.as_str())
