@@ -1,14 +1,20 @@
-//! Capacity at a declared SLO, live: a real Locust 2.47 governed against a
-//! loopback target that queues and never fails, with a latency bound read
-//! from the target's own Prometheus histogram.
+//! Capacity at a declared SLO, live: real load tools governed against a
+//! loopback target that queues and never fails, with a latency bound.
 //!
 //! The target ([`QueueingTarget`]) holds each request for
-//! `base * max(1, users / slots)`: 100 ms up to 5 users, then 20 ms more per
-//! user. A p99 bound of 310 ms is reached at 15.5 users; nothing ever fails,
-//! so the attempt plane alone would climb to the ceiling (the second test
-//! shows it does). With the bound, the offer must settle within ±20 % of
-//! 15.5, the report must give a capacity within ±20 % of it, and name
-//! latency as the binding constraint.
+//! `base * max(1, in_flight / slots)`: 100 ms up to 5 in flight, then 20 ms
+//! more per request. A p99 bound of 310 ms is reached at 15.5 concurrent
+//! users; nothing ever fails, so the attempt plane alone would climb to the
+//! ceiling (the last test shows it does). With the bound, each run must
+//! settle within ±20 % of 15.5, the report must give a capacity within
+//! ±20 % of it, and name latency as the binding constraint. Two paths:
+//!
+//! - real Locust 2.47 (signal and control over its web UI), the latency
+//!   from the target's own Prometheus histogram (`histogram`, windowed from
+//!   bucket deltas);
+//! - real k6 1.1.0 (signal and control over its REST API), the latency from
+//!   k6's own `http_req_duration`, remote-written as a native histogram into
+//!   a real Prometheus 2.42 and read with a PromQL `query`.
 //!
 //! Each run is bounded in time and stops every process it started.
 
@@ -18,9 +24,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use support::queueing::QueueingTarget;
-use support::real::{serial, target_head, Locust};
+use support::real::{serial, target_head, Locust, K6};
+use support::{require_tool, Prometheus};
 use throttle_governor::config::Config;
-use throttle_governor::report::SteadyRule;
+use throttle_governor::report::{SteadyRule, TargetReport};
 use throttle_governor::supervisor::{self, RunOptions};
 
 const LOCUSTFILE: &str = r#"
@@ -39,23 +46,10 @@ class Hit(FastHttpUser):
 const SLOTS: usize = 5;
 const BASE: Duration = Duration::from_millis(100);
 const BOUND: Duration = Duration::from_millis(310);
+const RUN_LIMIT: Duration = Duration::from_secs(200);
 
-fn config(web: &str, target: &str, latency: bool) -> String {
+fn locust_config(web: &str, latency: Option<&str>) -> String {
     let head = target_head("slo", 40, "3s", "default");
-    let latency = if latency {
-        format!(
-            r#"
-[targets.latency]
-quantile = 0.99
-bound = "{}ms"
-histogram = "queue_request_duration_seconds"
-url = "{target}/metrics"
-"#,
-            BOUND.as_millis()
-        )
-    } else {
-        String::new()
-    };
     format!(
         r#"{head}
 [targets.signal]
@@ -65,7 +59,21 @@ url = "{web}"
 [targets.control]
 kind = "locust"
 url = "{web}"
-{latency}"#
+{}"#,
+        latency.unwrap_or("")
+    )
+}
+
+fn histogram_bound(target: &str) -> String {
+    format!(
+        r#"
+[targets.latency]
+quantile = 0.99
+bound = "{}ms"
+histogram = "queue_request_duration_seconds"
+url = "{target}/metrics"
+"#,
+        BOUND.as_millis()
     )
 }
 
@@ -86,21 +94,26 @@ fn trajectory(points: &[(f64, f64)]) -> Vec<f64> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_latency_bound_finds_the_capacity_of_a_queueing_target_under_real_locust() {
-    let _serial = serial().await;
-    let t0 = Instant::now();
-    let target = QueueingTarget::start(SLOTS, BASE).await;
-    let want = target.concurrency_at(BOUND);
-    let Some(mut locust) = Locust::start(LOCUSTFILE, &target.url(), 0, &[]).await else {
-        return;
-    };
-    let cfg = Config::parse(&config(&locust.web, &target.url(), true)).unwrap();
+/// What one governed SLO run showed.
+struct SloRun {
+    line: String,
+    tail: (f64, f64),
+    first_backoff: Option<f64>,
+    target: TargetReport,
+    window_latency: Option<f64>,
+    bound_metric: Option<f64>,
+    html: String,
+}
+
+/// Governs target `slo` of `config` until 45 s after the first back-off
+/// and a capacity figure (or the deadline), and collects the figures.
+async fn govern_slo(label: &str, config: &str, want: f64, t0: Instant) -> SloRun {
+    let cfg = Config::parse(config).unwrap_or_else(|e| panic!("{e}\n{config}"));
     let running = supervisor::start(&cfg, RunOptions::default(), None)
         .await
         .expect("the controller starts");
     let ctl = running.addr;
-    let deadline = t0 + Duration::from_secs(200);
+    let deadline = t0 + RUN_LIMIT;
     let mut points: Vec<(f64, f64)> = Vec::new();
     let mut peak = 0.0_f64;
     let mut first_backoff: Option<f64> = None;
@@ -134,11 +147,10 @@ async fn a_latency_bound_finds_the_capacity_of_a_queueing_target_under_real_locu
     .await;
     let report = running.report(&SteadyRule::default());
     running.shutdown(Duration::from_secs(5)).await;
-    assert!(locust.all_running(), "Locust died:\n{}", locust.tails());
-    drop(locust);
-    let t = report
+    let html = report.to_html();
+    let target = report
         .targets
-        .iter()
+        .into_iter()
         .find(|t| t.name == "slo")
         .expect("the target is reported");
     let end = points.last().map_or(0.0, |p| p.0);
@@ -152,15 +164,15 @@ async fn a_latency_bound_finds_the_capacity_of_a_queueing_target_under_real_locu
         tail.iter().copied().fold(0.0, f64::max),
     );
     let line = format!(
-        "locust 1 process, latency bound p99 <= {}ms on a queueing target: concurrency at the bound {want}; trajectory {:?}; first back-off {:?}; tail {}..{}; capacity {:?}; binding {:?}; verdict: {}; {:.0}s",
+        "{label}, latency bound p99 <= {}ms on a queueing target: concurrency at the bound {want}; trajectory {:?}; first back-off {:?}; tail {}..{}; capacity {:?}; binding {:?}; verdict: {}; {:.0}s",
         BOUND.as_millis(),
         trajectory(&points),
         first_backoff.map(|b| (b * 10.0).round() / 10.0),
         tail.0,
         tail.1,
-        t.capacity,
-        t.binding,
-        t.verdict,
+        target.capacity,
+        target.binding,
+        target.verdict,
         t0.elapsed().as_secs_f64()
     );
     eprintln!("REAL-TOOL RUN {line}");
@@ -173,28 +185,111 @@ async fn a_latency_bound_finds_the_capacity_of_a_queueing_target_under_real_locu
         use std::io::Write as _;
         let _ = writeln!(f, "{line}");
     }
-    let (lo, hi) = (0.8 * want, 1.2 * want);
-    assert!(first_backoff.is_some(), "never backed off: {line}");
-    assert!(
-        tail.0 >= lo && tail.1 <= hi,
-        "the offer did not settle within ±20% of {want}: {line}"
+    SloRun {
+        line,
+        tail,
+        first_backoff,
+        target,
+        window_latency,
+        bound_metric,
+        html,
+    }
+}
+
+impl SloRun {
+    /// The issue's criteria for a latency-bound run.
+    fn assert_latency_binds(&self, want: f64) {
+        let line = &self.line;
+        let t = &self.target;
+        let (lo, hi) = (0.8 * want, 1.2 * want);
+        assert!(self.first_backoff.is_some(), "never backed off: {line}");
+        assert!(
+            self.tail.0 >= lo && self.tail.1 <= hi,
+            "the offer did not settle within ±20% of {want}: {line}"
+        );
+        let c = t.capacity.unwrap_or_else(|| panic!("no capacity: {line}"));
+        assert!(
+            (lo..=hi).contains(&c),
+            "capacity {c} not within ±20% of {want}: {line}"
+        );
+        assert_eq!(t.binding, Some("latency"), "{line}");
+        assert!(t.verdict.contains("latency binds"), "{line}");
+        assert!(t.verdict.contains("p99 <= 310ms"), "{line}");
+        assert_eq!(t.observed_failure_ratio, Some(0.0), "{line}");
+        assert_eq!(self.bound_metric, Some(0.31));
+        let w = self
+            .window_latency
+            .expect("throttle_window_latency_seconds is exported");
+        assert!(w.is_nan() || (w > 0.0 && w < 2.0), "window latency {w}");
+        assert!(self.html.contains("id=\"latency-slo\""));
+        assert!(self.html.contains("class=\"latency-bound\""));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locust_with_the_targets_histogram_finds_the_latency_capacity() {
+    let _serial = serial().await;
+    let t0 = Instant::now();
+    let target = QueueingTarget::start(SLOTS, BASE).await;
+    let want = target.concurrency_at(BOUND);
+    let Some(mut locust) = Locust::start(LOCUSTFILE, &target.url(), 0, &[]).await else {
+        return;
+    };
+    let config = locust_config(&locust.web, Some(&histogram_bound(&target.url())));
+    let run = govern_slo("locust 1 process, histogram", &config, want, t0).await;
+    assert!(locust.all_running(), "Locust died:\n{}", locust.tails());
+    drop(locust);
+    run.assert_latency_binds(want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k6_with_its_remote_written_native_histogram_finds_the_latency_capacity() {
+    let _serial = serial().await;
+    if !require_tool("prometheus") {
+        return;
+    }
+    let t0 = Instant::now();
+    let prom = Prometheus::start_receiver_with(&["--enable-feature=native-histograms"]);
+    let target = QueueingTarget::start(SLOTS, BASE).await;
+    let want = target.concurrency_at(BOUND);
+    let env = [
+        ("K6_PROMETHEUS_RW_SERVER_URL", prom.write_url()),
+        ("K6_PROMETHEUS_RW_PUSH_INTERVAL", "1s".to_string()),
+        (
+            "K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM",
+            "true".to_string(),
+        ),
+    ];
+    let work = format!("{}/work", target.url());
+    let Some(mut k6) = K6::start(&work, &["-o", "experimental-prometheus-rw"], &env).await else {
+        return;
+    };
+    let head = target_head("slo", 40, "3s", "default");
+    let (api, prom_url) = (&k6.api, prom.url());
+    let config = format!(
+        r#"{head}
+[targets.signal]
+kind = "k6"
+url = "{api}"
+failures = "failed_attempts"
+
+[targets.control]
+kind = "k6"
+url = "{api}"
+
+[targets.latency]
+quantile = 0.99
+bound = "{}ms"
+query = 'histogram_quantile(0.99, sum(rate(k6_http_req_duration_seconds[{{{{window}}}}])))'
+url = "{prom_url}"
+"#,
+        BOUND.as_millis()
     );
-    let c = t.capacity.unwrap_or_else(|| panic!("no capacity: {line}"));
-    assert!(
-        (lo..=hi).contains(&c),
-        "capacity {c} not within ±20% of {want}: {line}"
-    );
-    assert_eq!(t.binding, Some("latency"), "{line}");
-    assert!(t.verdict.contains("latency binds"), "{line}");
-    assert!(t.verdict.contains("p99 <= 310ms"), "{line}");
-    assert_eq!(t.observed_failure_ratio, Some(0.0), "{line}");
-    assert_eq!(bound_metric, Some(0.31));
-    let w = window_latency.expect("throttle_window_latency_seconds is exported");
-    assert!(w.is_finite() && w > 0.0 && w < 1.0, "window latency {w}");
-    // The HTML report charts latency against its bound.
-    let html = report.to_html();
-    assert!(html.contains("id=\"latency-slo\""));
-    assert!(html.contains("class=\"latency-bound\""));
+    let run = govern_slo("k6 REST, native histogram via PromQL", &config, want, t0).await;
+    assert!(k6.proc.running(), "k6 died:\n{}", k6.proc.tail());
+    drop(k6);
+    drop(prom);
+    run.assert_latency_binds(want);
 }
 
 /// The control experiment: without the bound, the same queueing target
@@ -207,7 +302,7 @@ async fn without_a_latency_bound_the_same_target_is_driven_to_the_ceiling() {
     let Some(locust) = Locust::start(LOCUSTFILE, &target.url(), 0, &[]).await else {
         return;
     };
-    let cfg = Config::parse(&config(&locust.web, &target.url(), false)).unwrap();
+    let cfg = Config::parse(&locust_config(&locust.web, None)).unwrap();
     let running = supervisor::start(&cfg, RunOptions::default(), None)
         .await
         .expect("the controller starts");

@@ -52,7 +52,7 @@ use crate::signal::{Counters, SignalError};
 crate::counter_source!(LocustSource, has_offer = |_| true);
 crate::latency_source!(
     LocustLatency,
-    lag = Some(crate::config::latency::LOCUST_PERCENTILE_WINDOW)
+    lag = |_| Some(crate::config::latency::LOCUST_PERCENTILE_WINDOW)
 );
 crate::knob_api!(LocustControl);
 

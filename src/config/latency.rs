@@ -181,9 +181,9 @@ impl LatencyConfig {
             Ok(LatencySourceSpec::Histogram { url, selector }) => {
                 format!("the histogram buckets `{selector}` scraped from {url} (windowed from bucket deltas)")
             }
-            Ok(LatencySourceSpec::Query { url, expr }) => {
-                format!("the PromQL `{expr}` at {url}")
-            }
+            Ok(LatencySourceSpec::Query { url, expr }) => format!(
+                "the PromQL `{expr}` at {url} (windows start one window after each change, or `signal_lag`)"
+            ),
             Ok(LatencySourceSpec::Locust { url }) => format!(
                 "Locust's rolling {}-s percentile at {url} (windows start 10 s after each change)",
                 LOCUST_PERCENTILE_WINDOW.as_secs()

@@ -220,9 +220,11 @@ pub fn latency_source(
                 client, &url, &selector, &l.headers, l.timeout,
             )?)
         }
-        LatencySourceSpec::Query { url, expr } => Arc::new(
-            crate::signal::latency::QuerySource::new(client, &url, &expr, &l.headers, l.timeout)?,
-        ),
+        LatencySourceSpec::Query { url, expr } => {
+            Arc::new(crate::signal::latency::QuerySource::new(
+                client, &url, &expr, &l.headers, l.timeout, t.window,
+            )?)
+        }
         LatencySourceSpec::Locust { url } => Arc::new(locust::LocustLatency::new(
             client, &url, l.quantile, l.timeout,
         )),

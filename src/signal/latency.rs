@@ -141,16 +141,21 @@ pub struct QuerySource {
     expr: String,
     headers: HeaderMap,
     timeout: Duration,
+    lag: Duration,
 }
 
 impl QuerySource {
-    /// An instant query of `expr` at the API base `url`.
+    /// An instant query of `expr` at the API base `url`. `lag` is how far
+    /// its answer trails the load: the tool's push or scrape interval, which
+    /// the controller cannot see; one window is the default (as for the
+    /// PromQL counters), and `signal_lag` overrides it.
     pub fn new(
         client: reqwest::Client,
         url: &str,
         expr: &str,
         given_headers: &std::collections::BTreeMap<String, String>,
         timeout: Duration,
+        lag: Duration,
     ) -> Result<Self, String> {
         Ok(QuerySource {
             client,
@@ -158,7 +163,13 @@ impl QuerySource {
             expr: expr.to_string(),
             headers: headers(given_headers)?,
             timeout,
+            lag,
         })
+    }
+
+    /// The lag hint (see [`Self::new`]).
+    pub fn lag(&self) -> Duration {
+        self.lag
     }
 
     /// Queries once: the highest value over the result (a quantile per
@@ -210,14 +221,15 @@ macro_rules! latency_source {
                 Box::pin(<$ty>::read(self))
             }
             fn lag(&self) -> Option<std::time::Duration> {
-                $lag
+                let f: fn(&$ty) -> Option<std::time::Duration> = $lag;
+                f(self)
             }
         }
     };
 }
 
-latency_source!(HistogramSource, lag = None);
-latency_source!(QuerySource, lag = None);
+latency_source!(HistogramSource, lag = |_| None);
+latency_source!(QuerySource, lag = |q| Some(q.lag()));
 
 #[cfg(test)]
 mod tests {

@@ -253,6 +253,12 @@ impl Prometheus {
     /// receiver on (`--web.enable-remote-write-receiver`: tools write to
     /// `/api/v1/write`); waits until it is ready.
     pub fn start_receiver() -> Prometheus {
+        Prometheus::start_receiver_with(&[])
+    }
+
+    /// [`Prometheus::start_receiver`] with extra flags (e.g.
+    /// `--enable-feature=native-histograms`).
+    pub fn start_receiver_with(extra: &[&str]) -> Prometheus {
         let dir = TempDir::new("prometheus-rw");
         let config = dir.path("prometheus.yml");
         std::fs::write(
@@ -273,6 +279,7 @@ impl Prometheus {
             .arg("--web.enable-remote-write-receiver")
             .arg("--storage.tsdb.retention.time=1h")
             .arg("--log.level=warn")
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
             .spawn()
