@@ -26,6 +26,9 @@
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Buckets {
     bounds: Vec<(f64, f64)>,
+    /// Buckets with no observations may be left out (Goose's response-time
+    /// map), so a new bound is not a new layout.
+    sparse: bool,
 }
 
 /// Why a histogram reading cannot be used.
@@ -69,7 +72,29 @@ impl Buckets {
         if v.len() < 2 {
             return Err(HistogramError::TooFewBuckets);
         }
-        Ok(Buckets { bounds: v })
+        Ok(Buckets {
+            bounds: v,
+            sparse: false,
+        })
+    }
+
+    /// [`Self::new`] for a histogram that lists only the buckets holding
+    /// observations: a bound missing from one reading has the cumulative
+    /// count of the highest bound below it, so readings with different
+    /// bounds still subtract.
+    pub fn sparse(pairs: impl IntoIterator<Item = (f64, f64)>) -> Result<Self, HistogramError> {
+        let mut b = Self::new(pairs)?;
+        b.sparse = true;
+        Ok(b)
+    }
+
+    /// The cumulative count at `le` of a sparse reading.
+    fn cum_at(&self, le: f64) -> f64 {
+        self.bounds
+            .iter()
+            .take_while(|(l, _)| *l <= le)
+            .last()
+            .map_or(0.0, |b| b.1)
     }
 
     /// The `(le, cumulative count)` pairs, sorted by `le`.
@@ -85,6 +110,28 @@ impl Buckets {
     /// This reading minus an earlier one, bucket by bucket; `None` when the
     /// layouts differ or any count went down (a reset).
     pub fn since(&self, earlier: &Buckets) -> Option<Buckets> {
+        if self.sparse && earlier.sparse {
+            let mut les: Vec<f64> = self
+                .bounds
+                .iter()
+                .chain(&earlier.bounds)
+                .map(|b| b.0)
+                .collect();
+            les.sort_by(f64::total_cmp);
+            les.dedup();
+            let mut out = Vec::with_capacity(les.len());
+            for le in les {
+                let d = self.cum_at(le) - earlier.cum_at(le);
+                if d < 0.0 {
+                    return None;
+                }
+                out.push((le, d));
+            }
+            return Some(Buckets {
+                bounds: out,
+                sparse: true,
+            });
+        }
         if self.bounds.len() != earlier.bounds.len() {
             return None;
         }
@@ -95,7 +142,10 @@ impl Buckets {
             }
             out.push((le, now - then));
         }
-        Some(Buckets { bounds: out })
+        Some(Buckets {
+            bounds: out,
+            sparse: false,
+        })
     }
 
     /// The `q` quantile, interpolated linearly within its bucket as PromQL's
@@ -305,6 +355,25 @@ mod tests {
         assert_eq!(
             t.observe(0.5, LatencySample::Histogram(relaid)),
             LatencyOutcome::Reset
+        );
+    }
+
+    #[test]
+    fn sparse_readings_with_new_bounds_still_subtract() {
+        let s = |p: &[(f64, f64)]| Buckets::sparse(p.iter().copied()).unwrap();
+        let r1 = s(&[(0.1, 10.0), (INF, 10.0)]);
+        // A slower bucket appears: 10 observations in (0.1, 0.5].
+        let r2 = s(&[(0.1, 10.0), (0.5, 20.0), (INF, 20.0)]);
+        let d = r2.since(&r1).unwrap();
+        assert_eq!(d.total(), 10.0);
+        assert!(d.quantile(0.5).unwrap() > 0.1);
+        // A count that went down is still a reset.
+        let r3 = s(&[(0.1, 2.0), (INF, 2.0)]);
+        assert_eq!(r3.since(&r2), None);
+        // Dense readings keep the strict layout rule.
+        assert_eq!(
+            b(&[(0.1, 1.0), (0.5, 2.0), (INF, 2.0)]).since(&b(&[(0.1, 1.0), (INF, 1.0)])),
+            None
         );
     }
 

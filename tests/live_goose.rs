@@ -7,85 +7,25 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{
-    assert_governed, free_port, get_text, offers, require_installed, wait_until, watch_governed,
-    ChildGuard, LimitedTarget, TempDir,
-};
-use throttle_governor::adapters::goose;
+use support::real::Goose;
+use support::{assert_governed, get_text, offers, watch_governed, LimitedTarget};
 use throttle_governor::config::Config;
 use throttle_governor::supervisor::{self, RunOptions};
 
 /// Concurrent requests the target admits.
 const LIMIT: usize = 12;
 
-/// Where scripts/setup puts the harness binary.
-fn harness_path(repo: &Path) -> PathBuf {
-    if let Ok(bin) = std::env::var("GOOSE_HARNESS") {
-        return PathBuf::from(bin);
-    }
-    let dir = std::env::var("GOOSE_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo.join("target/goose-harness"));
-    dir.join("debug/goose-harness")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goose_is_governed_to_the_target_limit() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let Some(harness) = require_installed(
-        "goose-harness",
-        &harness_path(repo),
-        "scripts/setup builds tests/goose-harness (set GOOSE_TARGET_DIR to its target dir)",
-    ) else {
-        return;
-    };
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(85);
     let target = LimitedTarget::start(LIMIT, Duration::from_millis(100)).await;
-    let tmp = TempDir::new("goose");
-    let dir = tmp.0.clone();
-    let port = free_port();
-    let mut cmd = Command::new(&harness);
-    cmd.current_dir(&dir).args([
-        "--host",
-        &target.url(),
-        "--users",
-        "1",
-        // Also the decrease rate: without --decrease-rate, Goose stops users
-        // at the increase rate (and --decrease-rate alone, with no
-        // --run-time, ramps the test down at once).
-        "--increase-rate",
-        "20",
-        "--websocket",
-        "--websocket-host",
-        "127.0.0.1",
-        "--websocket-port",
-        &port.to_string(),
-        "--no-telnet",
-        "--no-reset-metrics",
-        "--no-print-metrics",
-        "--quiet",
-    ]);
-    let mut goose_proc = ChildGuard::spawn("goose", cmd, dir.join("goose.log"));
-    let ws = format!("ws://127.0.0.1:{port}");
-    let up = wait_until(Duration::from_secs(30), || {
-        let ws = ws.clone();
-        async move {
-            goose::request(&ws, "config-json", Duration::from_secs(1))
-                .await
-                .is_ok()
-        }
-    })
-    .await;
-    assert!(
-        up,
-        "Goose's WebSocket controller never came up:\n{}",
-        goose_proc.tail()
-    );
+    let Some(goose) = Goose::start(&target.url()).await else {
+        return;
+    };
+    let (ws, mut goose_proc) = (goose.ws.clone(), goose.proc);
     let startup = t0.elapsed();
 
     let config = Config::parse(&format!(

@@ -53,6 +53,11 @@ pub struct LatencyConfig {
     /// of `/stats/requests`), from the target's Locust signal.
     #[serde(default)]
     pub locust: bool,
+    /// Goose's own response times (`raw_data.times_us` of `metrics-json`,
+    /// a cumulative histogram windowed from its deltas), from the target's
+    /// Goose signal.
+    #[serde(default)]
+    pub goose: bool,
     /// Where to read: the exposition for `histogram` (default: the
     /// signal's URL when it is a Prometheus scrape), the Prometheus API for
     /// `query` (default: the signal's when it is PromQL).
@@ -95,6 +100,11 @@ pub enum LatencySourceSpec {
         /// The web UI's base URL.
         url: String,
     },
+    /// Goose's response-time histogram at `url` (its WebSocket controller).
+    Goose {
+        /// The controller's `ws://` URL.
+        url: String,
+    },
 }
 
 impl LatencyConfig {
@@ -124,11 +134,16 @@ impl LatencyConfig {
     /// Resolves the source against the target's signal; `Err` is a
     /// (field, reason) problem for `check`.
     pub fn source(&self, t: &TargetConfig) -> Result<LatencySourceSpec, (&'static str, String)> {
-        let given = [self.histogram.is_some(), self.query.is_some(), self.locust];
+        let given = [
+            self.histogram.is_some(),
+            self.query.is_some(),
+            self.locust,
+            self.goose,
+        ];
         if given.iter().filter(|g| **g).count() != 1 {
             return Err((
                 "latency",
-                "give exactly one source: `histogram` (a Prometheus histogram to scrape), `query` (PromQL returning seconds) or `locust = true`".into(),
+                "give exactly one source: `histogram` (a Prometheus histogram to scrape), `query` (PromQL returning seconds), `locust = true` or `goose = true`".into(),
             ));
         }
         let window = crate::promtext::promql::promql_duration(t.window);
@@ -162,6 +177,16 @@ impl LatencyConfig {
                 expr: q.replace("{{window}}", &window),
             });
         }
+        if self.goose {
+            return match (&self.url, &t.signal) {
+                (Some(u), _) => Ok(LatencySourceSpec::Goose { url: u.clone() }),
+                (None, SignalConfig::Goose(g)) => Ok(LatencySourceSpec::Goose { url: g.url.clone() }),
+                _ => Err((
+                    "latency.url",
+                    "give Goose's WebSocket controller URL for `goose = true` (the signal is not Goose)".into(),
+                )),
+            };
+        }
         match (&self.url, &t.signal) {
             (Some(u), _) => Ok(LatencySourceSpec::Locust { url: u.clone() }),
             (None, SignalConfig::Locust(l)) => Ok(LatencySourceSpec::Locust { url: l.url.clone() }),
@@ -183,6 +208,9 @@ impl LatencyConfig {
             }
             Ok(LatencySourceSpec::Query { url, expr }) => format!(
                 "the PromQL `{expr}` at {url} (windows start one window after each change, or `signal_lag`)"
+            ),
+            Ok(LatencySourceSpec::Goose { url }) => format!(
+                "Goose's response-time buckets at {url} (windowed from their deltas, within one 1.6 % bucket)"
             ),
             Ok(LatencySourceSpec::Locust { url }) => format!(
                 "Locust's rolling {}-s percentile at {url} (windows start 10 s after each change)",
@@ -259,6 +287,14 @@ impl LatencyConfig {
                 }
                 LatencySourceSpec::Locust { url } => {
                     check_url(&mut err, "latency.url", &url);
+                }
+                LatencySourceSpec::Goose { url } => {
+                    if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                        err(
+                            "latency.url",
+                            format!("`{url}` is not a ws:// URL (Goose's WebSocket controller)"),
+                        );
+                    }
                 }
             },
         }

@@ -225,6 +225,7 @@ pub fn latency_source(
                 client, &url, &expr, &l.headers, l.timeout, t.window,
             )?)
         }
+        LatencySourceSpec::Goose { url } => Arc::new(goose::GooseLatency::new(&url, l.timeout)),
         LatencySourceSpec::Locust { url } => Arc::new(locust::LocustLatency::new(
             client, &url, l.quantile, l.timeout,
         )),

@@ -631,3 +631,81 @@ pub const RUN_FAILED_GUARD: f64 = 0.35;
 /// Every real-tool run stops here, settled or not (the test then fails
 /// with every figure printed).
 pub const RUN_LIMIT: Duration = Duration::from_secs(200);
+
+/// A running Goose load test (tests/goose-harness: `GET /` in a loop, no
+/// wait) with its WebSocket controller on 127.0.0.1.
+pub struct Goose {
+    /// The controller, e.g. `ws://127.0.0.1:PORT`.
+    pub ws: String,
+    pub proc: super::ChildGuard,
+    pub dir: super::TempDir,
+}
+
+impl Goose {
+    /// Where scripts/setup puts the harness binary (`GOOSE_HARNESS`, or
+    /// `$GOOSE_TARGET_DIR/debug/goose-harness`).
+    pub fn harness_path() -> std::path::PathBuf {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        if let Ok(bin) = std::env::var("GOOSE_HARNESS") {
+            return std::path::PathBuf::from(bin);
+        }
+        let dir = std::env::var("GOOSE_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| repo.join("target/goose-harness"));
+        dir.join("debug/goose-harness")
+    }
+
+    /// Starts the harness against `host` at 1 user; waits (bounded) until
+    /// its controller answers. `None` when it is not built (and not CI).
+    pub async fn start(host: &str) -> Option<Goose> {
+        let harness = super::require_installed(
+            "goose-harness",
+            &Goose::harness_path(),
+            "scripts/setup builds tests/goose-harness (set GOOSE_TARGET_DIR to its target dir)",
+        )?;
+        let dir = super::TempDir::new("goose");
+        let port = super::free_port();
+        let mut cmd = std::process::Command::new(&harness);
+        cmd.current_dir(&dir.0).args([
+            "--host",
+            host,
+            "--users",
+            "1",
+            // Also the decrease rate: without --decrease-rate, Goose stops
+            // users at the increase rate (and --decrease-rate alone, with no
+            // --run-time, ramps the test down at once).
+            "--increase-rate",
+            "20",
+            "--websocket",
+            "--websocket-host",
+            "127.0.0.1",
+            "--websocket-port",
+            &port.to_string(),
+            "--no-telnet",
+            "--no-reset-metrics",
+            "--no-print-metrics",
+            "--quiet",
+        ]);
+        let proc = super::ChildGuard::spawn("goose", cmd, dir.path("goose.log"));
+        let ws = format!("ws://127.0.0.1:{port}");
+        let up = super::wait_until(Duration::from_secs(30), || {
+            let ws = ws.clone();
+            async move {
+                throttle_governor::adapters::goose::request(
+                    &ws,
+                    "config-json",
+                    Duration::from_secs(1),
+                )
+                .await
+                .is_ok()
+            }
+        })
+        .await;
+        assert!(
+            up,
+            "Goose's WebSocket controller never came up:\n{}",
+            proc.tail()
+        );
+        Some(Goose { ws, proc, dir })
+    }
+}
