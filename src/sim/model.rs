@@ -359,6 +359,24 @@ impl TickLatency {
     }
 }
 
+impl TickLatency {
+    /// The mean observed latency, `E[min(L s, timeout)]` (a timed-out
+    /// attempt is observed at the timeout): `mean` when nothing times out.
+    pub fn observed_mean(&self) -> f64 {
+        let (l, t) = (self.mean, self.timeout);
+        let (lo, hi) = (l * (1.0 - QUEUEING_SPREAD), l * (1.0 + QUEUEING_SPREAD));
+        if t >= hi {
+            l
+        } else if t <= lo {
+            t
+        } else {
+            // Uniform density 1 / (hi - lo) up to t, then the mass at t.
+            let below = (t * t - lo * lo) / (2.0 * (hi - lo));
+            below + t * (hi - t) / (hi - lo)
+        }
+    }
+}
+
 /// `queueing`: the highest offer, in workers, whose `q` quantile stays at or
 /// under `bound` (`bound` in the unit of `base`): `C bound / ((0.5 + q)
 /// base)`. `None` when no offer has that property: the bound is under the

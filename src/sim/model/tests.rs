@@ -568,6 +568,11 @@ fn queueing_cdf_matches_its_quantiles() {
     assert_eq!(l.share_within(0.4), 1.0);
     assert_eq!(l.share_within(0.1), 0.0);
     assert_eq!(l.quantile(0.9), 0.4);
+    // The observed mean: 5/6 uniform on [0.15, 0.4], 1/6 at 0.4.
+    let expected = 5.0 / 6.0 * 0.275 + 1.0 / 6.0 * 0.4;
+    assert!((l.observed_mean() - expected).abs() < 1e-12);
+    let fast = TickLatency { mean: 0.1, ..l };
+    assert_eq!(fast.observed_mean(), 0.1);
 }
 
 #[test]
