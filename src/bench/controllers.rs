@@ -18,6 +18,7 @@
 //! |---|---|---|
 //! | `governor` | `GOVERNOR.md`, exactly | |
 //! | `governor-robust` | [`crate::governor::robust`] | |
+//! | `governor-latency`, `governor-robust-latency` | the same two, through [`ThrottleGovernor::step_with_latency`] with the latency bound on: the window's p99 at most [`LATENCY_BOUND`] base latencies (clean below 80 % of it) | |
 //! | `aimd` | `L = floor(0.9 L)` | `L = L + 1` |
 //! | `cubic` | `W_max = W` (or `W (1 + β) / 2` if `W < W_max`), `W = β W`, `K = cbrt(W_max (1 - β) / C)`, `t = 0` | slow start `W = 2 W` until the first breach; then `t += 1`, `W = max(min(max(W_cubic(t), W), 1.5 W), W_est)` |
 //! | `gradient` | `L = clamp((1 - frac) / (1 - high), 0.5, 2) L`, then `L = L + sqrt(L)` | (the same rule) |
@@ -26,12 +27,27 @@
 //!
 //! All offers are clamped into `[floor, ceiling]`; the load tool runs
 //! `floor(offer)` whole workers (see [`Controller::offer`]).
+//!
+//! Only the two `-latency` governors read a window's latency; every other
+//! controller (the governors without the bound, AIMD, CUBIC, gradient,
+//! findmax) sees attempts and failures only, as it would in front of a tool
+//! that exports no histogram. The `-latency` ones run only on models that
+//! have a latency (`queueing`): elsewhere there is nothing to bound.
 
 use std::fmt;
 
 use serde::Serialize;
 
+use crate::governor::latency::{LatencyWindow, DEFAULT_LOW_FRACTION};
 use crate::governor::{Outcome, Params, Profile, ThrottleGovernor};
+
+/// The quantile that the latency bound holds: p99.
+pub const LATENCY_QUANTILE: f64 = 0.99;
+/// The latency bound, in base latencies (the model's light-load service
+/// time): p99 at most 2.5 base. The bench hands the governor latencies in
+/// this unit; its rules only compare the quantile with the bound, so the
+/// unit cancels.
+pub const LATENCY_BOUND: f64 = 2.5;
 
 /// The bounds and thresholds every controller shares.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,6 +85,9 @@ pub struct WindowResult {
     pub attempts: u64,
     /// Failed attempts among them.
     pub failures: u64,
+    /// The window's [`LATENCY_QUANTILE`], in base latencies (`None` when
+    /// the model has no latency). Only the `-latency` governors read it.
+    pub latency: Option<f64>,
 }
 
 impl WindowResult {
@@ -103,6 +122,10 @@ pub enum ControllerKind {
     Governor,
     /// The governor with `profile = "robust"`.
     GovernorRobust,
+    /// The default governor with the latency bound on (latency models only).
+    GovernorLatency,
+    /// The robust governor with the latency bound on (latency models only).
+    GovernorRobustLatency,
     /// Netflix concurrency-limits AIMDLimit: x0.9 on a breach, +1 otherwise.
     Aimd,
     /// CUBIC (RFC 9438): beta 0.7, cubic growth toward W_max, fast convergence.
@@ -117,9 +140,11 @@ pub enum ControllerKind {
 
 impl ControllerKind {
     /// Every controller, in table order.
-    pub const ALL: [ControllerKind; 7] = [
+    pub const ALL: [ControllerKind; 9] = [
         ControllerKind::Governor,
         ControllerKind::GovernorRobust,
+        ControllerKind::GovernorLatency,
+        ControllerKind::GovernorRobustLatency,
         ControllerKind::Aimd,
         ControllerKind::Cubic,
         ControllerKind::Gradient,
@@ -132,6 +157,8 @@ impl ControllerKind {
         match self {
             ControllerKind::Governor => "governor",
             ControllerKind::GovernorRobust => "governor-robust",
+            ControllerKind::GovernorLatency => "governor-latency",
+            ControllerKind::GovernorRobustLatency => "governor-robust-latency",
             ControllerKind::Aimd => "aimd",
             ControllerKind::Cubic => "cubic",
             ControllerKind::Gradient => "gradient",
@@ -140,12 +167,50 @@ impl ControllerKind {
         }
     }
 
+    /// Whether this controller reads the latency (and so runs only on
+    /// models that have one).
+    pub fn needs_latency(self) -> bool {
+        matches!(
+            self,
+            ControllerKind::GovernorLatency | ControllerKind::GovernorRobustLatency
+        )
+    }
+
+    /// Whether this is one of the four governors.
+    pub fn is_governor(self) -> bool {
+        matches!(
+            self,
+            ControllerKind::Governor
+                | ControllerKind::GovernorRobust
+                | ControllerKind::GovernorLatency
+                | ControllerKind::GovernorRobustLatency
+        )
+    }
+
+    /// The governor's profile, for the four governors.
+    pub fn profile(self) -> Option<Profile> {
+        match self {
+            ControllerKind::Governor | ControllerKind::GovernorLatency => Some(Profile::Default),
+            ControllerKind::GovernorRobust | ControllerKind::GovernorRobustLatency => {
+                Some(Profile::Robust)
+            }
+            _ => None,
+        }
+    }
+
     /// A fresh controller of this kind.
     pub fn build(self, params: &Params) -> Box<dyn Controller> {
         let b = Bounds::of(params);
+        let bound = LatencyBound::bench();
         match self {
             ControllerKind::Governor => Box::new(Governor::new(*params, Profile::Default)),
             ControllerKind::GovernorRobust => Box::new(Governor::new(*params, Profile::Robust)),
+            ControllerKind::GovernorLatency => {
+                Box::new(Governor::new(*params, Profile::Default).with_latency(bound))
+            }
+            ControllerKind::GovernorRobustLatency => {
+                Box::new(Governor::new(*params, Profile::Robust).with_latency(bound))
+            }
             ControllerKind::Aimd => Box::new(Aimd::new(b)),
             ControllerKind::Cubic => Box::new(Cubic::new(b)),
             ControllerKind::Gradient => Box::new(Gradient::new(b)),
@@ -161,22 +226,54 @@ impl fmt::Display for ControllerKind {
     }
 }
 
+/// A latency bound on one quantile, in the unit of [`WindowResult::latency`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencyBound {
+    /// The quantile bounded.
+    pub quantile: f64,
+    /// Back off above this.
+    pub bound: f64,
+    /// Clean below this.
+    pub low: f64,
+}
+
+impl LatencyBound {
+    /// The bench's bound: p99 at most [`LATENCY_BOUND`], clean below 80 %
+    /// of it (the governor's default clean level).
+    pub fn bench() -> Self {
+        LatencyBound {
+            quantile: LATENCY_QUANTILE,
+            bound: LATENCY_BOUND,
+            low: DEFAULT_LOW_FRACTION * LATENCY_BOUND,
+        }
+    }
+}
+
 /// The real [`ThrottleGovernor`], fed one window's deltas at a time. The
 /// committed offer is what it decided (the simulated tool never refuses a
-/// write), so it never needs `set_current`.
+/// write), so it never needs `set_current`. With a latency bound it steps
+/// through [`ThrottleGovernor::step_with_latency`].
 #[derive(Debug, Clone)]
 pub struct Governor {
     inner: ThrottleGovernor,
+    latency: Option<LatencyBound>,
     clears: u64,
 }
 
 impl Governor {
-    /// A governor with `profile`.
+    /// A governor with `profile`, without a latency bound.
     pub fn new(params: Params, profile: Profile) -> Self {
         Governor {
             inner: ThrottleGovernor::with_profile(params, profile),
+            latency: None,
             clears: 0,
         }
+    }
+
+    /// The same governor with a latency bound.
+    pub fn with_latency(mut self, bound: LatencyBound) -> Self {
+        self.latency = Some(bound);
+        self
     }
 
     /// The last outcome's memory, for tests.
@@ -191,7 +288,15 @@ impl Controller for Governor {
     }
 
     fn observe(&mut self, w: WindowResult) {
-        let o: Outcome = self.inner.step(w.attempts as f64, w.failures as f64);
+        let latency = self.latency.map(|b| LatencyWindow {
+            quantile: b.quantile,
+            observed: w.latency,
+            bound: b.bound,
+            low: b.low,
+        });
+        let o: Outcome =
+            self.inner
+                .step_with_latency(w.attempts as f64, w.failures as f64, latency);
         if o.memory_cleared {
             self.clears += 1;
         }
@@ -582,12 +687,14 @@ mod tests {
         WindowResult {
             attempts: 1000,
             failures: (frac * 1000.0).round() as u64,
+            latency: None,
         }
     }
 
     const EMPTY: WindowResult = WindowResult {
         attempts: 0,
         failures: 0,
+        latency: None,
     };
 
     #[test]
@@ -698,7 +805,11 @@ mod tests {
             offers.push(w);
             let attempts = (w * 10.0) as u64;
             let failures = ((w - cap).max(0.0) * 10.0) as u64;
-            f.observe(WindowResult { attempts, failures });
+            f.observe(WindowResult {
+                attempts,
+                failures,
+                latency: None,
+            });
         }
         (f, offers)
     }
@@ -755,6 +866,58 @@ mod tests {
         }
         assert_eq!(g.memory_clears(), Some(0));
         assert_eq!(Oracle::new(bounds(1.0)).memory_clears(), None);
+    }
+
+    #[test]
+    fn the_latency_governor_steps_with_the_latency_bound() {
+        use crate::governor::latency::LatencyWindow;
+        let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, HIGH, None).unwrap();
+        let mut g = Governor::new(p, Profile::Default).with_latency(LatencyBound::bench());
+        let mut reference = ThrottleGovernor::new(p);
+        // Clean, in the band (2.0..=2.5), over it, unknown.
+        for latency in [Some(1.5), Some(1.5), Some(2.2), Some(3.0), None, Some(1.0)] {
+            g.observe(WindowResult {
+                latency,
+                ..win(0.0)
+            });
+            reference.step_with_latency(
+                1000.0,
+                0.0,
+                Some(LatencyWindow {
+                    quantile: 0.99,
+                    observed: latency,
+                    bound: 2.5,
+                    low: 2.0,
+                }),
+            );
+            assert_eq!(g.offer(0.0), reference.state().current);
+        }
+        // Over the bound it backs off although nothing failed.
+        let mut g = Governor::new(p, Profile::Robust).with_latency(LatencyBound::bench());
+        for _ in 0..5 {
+            g.observe(WindowResult {
+                latency: Some(1.5),
+                ..win(0.0)
+            });
+        }
+        assert!(g.offer(0.0) > 1.0, "a clean p99 climbs");
+        // With the bound on, a window without a quantile never climbs.
+        let before = g.offer(0.0);
+        g.observe(win(0.0));
+        assert_eq!(g.offer(0.0), before);
+        let before = g.offer(0.0);
+        g.observe(WindowResult {
+            latency: Some(5.0),
+            ..win(0.0)
+        });
+        assert!(g.offer(0.0) < before, "{} -> {}", before, g.offer(0.0));
+        assert!(ControllerKind::GovernorLatency.needs_latency());
+        assert!(!ControllerKind::Governor.needs_latency());
+        assert_eq!(
+            ControllerKind::GovernorRobustLatency.profile(),
+            Some(Profile::Robust)
+        );
+        assert_eq!(ControllerKind::Aimd.profile(), None);
     }
 
     #[test]

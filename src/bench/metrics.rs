@@ -19,6 +19,8 @@
 //! | `reversals` | direction changes of the offer over the last 40 windows (holds are skipped) |
 //! | `downs` | windows after which the offer went down |
 //! | `false_downs` | those downs where neither the window nor the one before it offered more than the capacity (so no overload can have caused the failures) |
+//! | `over_bound` | models with a latency only: the share of windows (with a quantile) whose latency quantile is above the bound, whether or not the controller sees the latency |
+//! | `latency_ratio` | models with a latency only: the steady offer (the median offer of the last [`TAIL`] windows) over the latency capacity (the highest offer whose quantile meets the bound, from the model's formula) |
 //!
 //! Over seeds: the median (the mean of the middle two for an even count)
 //! and the p90 (nearest rank: the `ceil(0.9 n)`-th smallest). A `converge`
@@ -49,6 +51,14 @@ pub struct Trace {
     pub failures: Vec<u64>,
     /// Memory clears (governors only).
     pub memory_clears: Option<u64>,
+    /// The latency quantile of each window (models with a latency only;
+    /// empty otherwise).
+    pub latency: Vec<Option<f64>>,
+    /// The latency bound, in the unit of `latency` (models with a latency).
+    pub latency_bound: Option<f64>,
+    /// The latency capacity: the highest offer whose quantile meets the
+    /// bound, from the model's formula (models with a latency).
+    pub latency_capacity: Option<f64>,
 }
 
 impl Trace {
@@ -79,6 +89,10 @@ pub struct RunMetrics {
     pub false_downs: f64,
     /// Memory clears (governors only).
     pub memory_clears: Option<f64>,
+    /// Share of windows over the latency bound (models with a latency).
+    pub over_bound: Option<f64>,
+    /// Steady offer over the latency capacity (models with a latency).
+    pub latency_ratio: Option<f64>,
 }
 
 /// Scores `run` against the oracle's run on the same model and seed.
@@ -99,7 +113,28 @@ pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
         downs: downs as f64,
         false_downs: false_downs as f64,
         memory_clears: run.memory_clears.map(|c| c as f64),
+        over_bound: run
+            .latency_bound
+            .and_then(|bound| over_bound(&run.latency, bound)),
+        latency_ratio: run
+            .latency_capacity
+            .and_then(|cap| steady_offer(&run.offers).map(|o| o / cap)),
     }
+}
+
+/// The share of windows with a quantile whose quantile is above `bound`
+/// (`None` when no window had one).
+pub fn over_bound(latency: &[Option<f64>], bound: f64) -> Option<f64> {
+    let known: Vec<f64> = latency.iter().flatten().copied().collect();
+    (!known.is_empty())
+        .then(|| known.iter().filter(|&&q| q > bound).count() as f64 / known.len() as f64)
+}
+
+/// The steady offer: the median offer of the last [`TAIL`] windows (`None`
+/// for an empty run).
+pub fn steady_offer(offers: &[f64]) -> Option<f64> {
+    let v: Vec<Option<f64>> = tail(offers).iter().map(|&o| Some(o)).collect();
+    summarize(&v).median
 }
 
 fn tail(v: &[f64]) -> &[f64] {
@@ -348,6 +383,7 @@ mod tests {
             attempts: vec![950; 10],
             failures: vec![0; 10],
             memory_clears: None,
+            ..Trace::default()
         };
         let run = Trace {
             offers: vec![120.0; 10],
@@ -355,6 +391,7 @@ mod tests {
             attempts: vec![1200; 10],
             failures: vec![200; 10],
             memory_clears: Some(2),
+            ..Trace::default()
         };
         let m = measure(&run, &oracle);
         assert_eq!(m.failed, 2000.0);
@@ -363,5 +400,31 @@ mod tests {
         assert_eq!(m.converge, None);
         assert_eq!(m.cv, 0.0);
         assert_eq!(m.memory_clears, Some(2.0));
+        assert_eq!((m.over_bound, m.latency_ratio), (None, None));
+    }
+
+    #[test]
+    fn latency_metrics_count_windows_over_the_bound_and_the_steady_offer() {
+        let lat = [Some(1.0), Some(2.6), None, Some(2.5), Some(3.0)];
+        assert_eq!(over_bound(&lat, 2.5), Some(0.5), "2 of the 4 known");
+        assert_eq!(over_bound(&[None, None], 2.5), None);
+        // The median of the last 40 windows: the early climb is left out.
+        let mut offers = vec![1.0, 2.0, 4.0, 500.0];
+        offers.extend([150.0; 30]);
+        offers.extend([160.0; 10]);
+        assert_eq!(steady_offer(&offers), Some(150.0));
+        let run = Trace {
+            offers: offers.clone(),
+            capacity: vec![100.0; offers.len()],
+            attempts: vec![1000; offers.len()],
+            failures: vec![0; offers.len()],
+            latency: vec![Some(2.0); offers.len()],
+            latency_bound: Some(2.5),
+            latency_capacity: Some(200.0),
+            ..Trace::default()
+        };
+        let m = measure(&run, &run);
+        assert_eq!(m.over_bound, Some(0.0));
+        assert_eq!(m.latency_ratio, Some(0.75));
     }
 }

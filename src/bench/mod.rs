@@ -31,6 +31,20 @@
 //! seeds and 2 on even ones ([`lag_of`]). Every controller shares the governor's parameters: concurrency,
 //! floor 1, opening offer 1, ceiling [`CEILING`], high 5 %, low 1 %.
 //!
+//! `queueing` is the one model with a latency: it answers every attempt,
+//! later and later past capacity, and fails only when the client times out
+//! (at `2.76 C` for 5 %). There the governor runs twice per profile: with
+//! failures only (`governor`, `governor-robust`: the latency bound off) and
+//! with the latency bound on (`governor-latency`,
+//! `governor-robust-latency`, through `step_with_latency`): the window's
+//! p99 at most [`LATENCY_BOUND`] base latencies. One bench window is one
+//! tick, so the window's p99 is the tick's, exactly
+//! ([`crate::sim::model::TickLatency::quantile`]), in base latencies. The
+//! bound is met up to the *latency capacity* `2.5 / 1.49 C = 1.678 C`
+//! ([`latency_capacity`]); the latency metrics and goals ([`latency_goals`])
+//! compare the steady offer with it. The other controllers see failures
+//! only, and the `-latency` governors run on no other model.
+//!
 //! The metrics are defined in [`metrics`]; the controllers in
 //! [`controllers`]. `--trace SEED` prints every window of that seed's runs
 //! instead ([`render_trace`]), to see which rule caused a number.
@@ -45,10 +59,12 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::governor::{Control, Params, Profile};
-use crate::sim::model::{ModelConfig, ModelKind, TargetModel};
+use crate::sim::model::{self, ModelConfig, ModelKind, TargetModel};
 use crate::sim::rng::SplitMix64;
 
-pub use controllers::{Controller, ControllerKind, WindowResult};
+pub use controllers::{
+    Controller, ControllerKind, LatencyBound, WindowResult, LATENCY_BOUND, LATENCY_QUANTILE,
+};
 pub use metrics::{RunMetrics, Summary, Trace};
 
 /// Smallest nominal capacity a seed draws, in workers.
@@ -68,6 +84,11 @@ pub const GOAL_GOODPUT: f64 = 0.90;
 /// How much lower than the default's the robust profile's goodput may be,
 /// on any model.
 pub const GOAL_SLACK: f64 = 0.02;
+/// With the latency bound on, the steady offer stays within this share of
+/// the latency capacity.
+pub const GOAL_LATENCY_BAND: f64 = 0.20;
+/// With the latency bound on, at most this share of windows is over it.
+pub const GOAL_OVER_BOUND: f64 = 0.05;
 
 /// The output format of `bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -172,15 +193,24 @@ impl BenchArgs {
         controllers.sort();
         controllers.dedup();
         if let Some(profile) = self.profile {
-            let (keep, drop) = match profile {
-                Profile::Default => (ControllerKind::Governor, ControllerKind::GovernorRobust),
-                Profile::Robust => (ControllerKind::GovernorRobust, ControllerKind::Governor),
-            };
-            let had_governor = controllers.contains(&drop) || controllers.contains(&keep);
-            controllers.retain(|c| *c != drop);
-            if had_governor && !controllers.contains(&keep) {
-                controllers.push(keep);
-                controllers.sort();
+            // Each pair: (default, robust), without and with the latency bound.
+            for (default, robust) in [
+                (ControllerKind::Governor, ControllerKind::GovernorRobust),
+                (
+                    ControllerKind::GovernorLatency,
+                    ControllerKind::GovernorRobustLatency,
+                ),
+            ] {
+                let (keep, drop) = match profile {
+                    Profile::Default => (default, robust),
+                    Profile::Robust => (robust, default),
+                };
+                let had_governor = controllers.contains(&drop) || controllers.contains(&keep);
+                controllers.retain(|c| *c != drop);
+                if had_governor && !controllers.contains(&keep) {
+                    controllers.push(keep);
+                    controllers.sort();
+                }
             }
         }
         Ok(BenchPlan {
@@ -227,28 +257,52 @@ pub fn lag_of(seed: u64) -> u32 {
     1 + (seed % 2 == 0) as u32
 }
 
+/// The latency capacity of a run's model, in workers: the highest offer
+/// whose p99 meets [`LATENCY_BOUND`] (`None` for models without a latency).
+pub fn latency_capacity(cfg: &ModelConfig) -> Option<f64> {
+    if !cfg.kind.has_latency() {
+        return None;
+    }
+    // In base latencies: base = 1.
+    model::latency_capacity(cfg.capacity, 1.0, LATENCY_QUANTILE, LATENCY_BOUND)
+}
+
 /// Runs one controller against one model for `windows` windows.
 pub fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, windows: usize) -> Trace {
-    // The bench builds only valid configs.
-    let mut model = TargetModel::new(cfg).expect("the bench's model configs are valid");
+    let has_latency = cfg.kind.has_latency();
     let mut trace = Trace {
         offers: Vec::with_capacity(windows),
         capacity: Vec::with_capacity(windows),
         attempts: Vec::with_capacity(windows),
         failures: Vec::with_capacity(windows),
         memory_clears: None,
+        latency: Vec::with_capacity(if has_latency { windows } else { 0 }),
+        latency_bound: has_latency.then_some(LATENCY_BOUND),
+        latency_capacity: latency_capacity(&cfg),
     };
+    // The bench builds only valid configs.
+    let mut model = TargetModel::new(cfg).expect("the bench's model configs are valid");
     for _ in 0..windows {
         let capacity = model.capacity();
         let offer = controller.offer(capacity).floor();
         let r = model.tick(offer);
+        // One window is one tick: the window's p99 is the tick's, in base
+        // latencies.
+        let latency = r
+            .latency
+            .map(|l| l.quantile(LATENCY_QUANTILE) / l.base)
+            .filter(|_| r.attempts > 0);
         trace.offers.push(offer);
         trace.capacity.push(r.capacity);
         trace.attempts.push(r.attempts);
         trace.failures.push(r.failures);
+        if has_latency {
+            trace.latency.push(latency);
+        }
         controller.observe(WindowResult {
             attempts: r.attempts,
             failures: r.failures,
+            latency,
         });
     }
     trace.memory_clears = controller.memory_clears();
@@ -310,6 +364,14 @@ impl Row {
     pub fn memory_clears(&self) -> Summary {
         self.summary(|m| m.memory_clears)
     }
+    /// `over_bound` over seeds (models with a latency).
+    pub fn over_bound(&self) -> Summary {
+        self.summary(|m| m.over_bound)
+    }
+    /// `latency_ratio` over seeds (models with a latency).
+    pub fn latency_ratio(&self) -> Summary {
+        self.summary(|m| m.latency_ratio)
+    }
 }
 
 /// The whole bench.
@@ -326,9 +388,11 @@ pub fn run(plan: &BenchPlan) -> Report {
     let p = params();
     let mut rows = Vec::new();
     for &model in &plan.models {
+        // The `-latency` governors run only where there is a latency.
         let mut per_controller: Vec<Row> = plan
             .controllers
             .iter()
+            .filter(|c| !c.needs_latency() || model.has_latency())
             .map(|&controller| Row {
                 model,
                 controller,
@@ -375,6 +439,9 @@ pub struct TraceRow {
     pub attempts: u64,
     /// Failed attempts.
     pub failures: u64,
+    /// The window's p99 in base latencies (models with a latency only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<f64>,
 }
 
 /// Every window of `seed`'s runs in the plan, as JSON Lines.
@@ -383,6 +450,9 @@ pub fn render_trace(plan: &BenchPlan, seed: u64) -> String {
     let mut out = String::new();
     for &model in &plan.models {
         for &controller in &plan.controllers {
+            if controller.needs_latency() && !model.has_latency() {
+                continue;
+            }
             let cfg = model_config(model, seed, plan.windows);
             let mut c = controller.build(&p);
             let t = simulate(c.as_mut(), cfg, plan.windows);
@@ -395,6 +465,7 @@ pub fn render_trace(plan: &BenchPlan, seed: u64) -> String {
                     offer: t.offers[window],
                     attempts: t.attempts[window],
                     failures: t.failures[window],
+                    latency: t.latency.get(window).copied().flatten(),
                 };
                 // Numbers and strings only: serialization cannot fail.
                 out.push_str(&serde_json::to_string(&row).expect("a trace row serializes"));
@@ -452,6 +523,18 @@ pub struct JsonRow {
     pub memory_clears_median: Option<f64>,
     /// Memory clears p90 (governors only).
     pub memory_clears_p90: Option<f64>,
+    /// `over_bound` median (models with a latency only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_bound_median: Option<f64>,
+    /// `over_bound` p90 (models with a latency only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_bound_p90: Option<f64>,
+    /// `latency_ratio` median (models with a latency only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ratio_median: Option<f64>,
+    /// `latency_ratio` p90 (models with a latency only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ratio_p90: Option<f64>,
 }
 
 impl JsonRow {
@@ -490,6 +573,10 @@ impl JsonRow {
             false_downs_p90: fd.p90,
             memory_clears_median: mc.median,
             memory_clears_p90: mc.p90,
+            over_bound_median: row.over_bound().median.map(round4),
+            over_bound_p90: row.over_bound().p90.map(round4),
+            latency_ratio_median: row.latency_ratio().median.map(round4),
+            latency_ratio_p90: row.latency_ratio().p90.map(round4),
         }
     }
 }
@@ -572,10 +659,7 @@ pub fn render_table(report: &Report) -> String {
     ];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for row in &report.rows {
-        if !matches!(
-            row.controller,
-            ControllerKind::Governor | ControllerKind::GovernorRobust | ControllerKind::Aimd
-        ) {
+        if !(row.controller.is_governor() || row.controller == ControllerKind::Aimd) {
             continue;
         }
         let clears = row.memory_clears();
@@ -633,7 +717,137 @@ pub fn render_table(report: &Report) -> String {
             .collect();
         markdown(&mut out, &header, &rows);
     }
+    render_latency(&mut out, report);
     out
+}
+
+/// The latency section of [`render_table`], when a model with a latency ran.
+fn render_latency(out: &mut String, report: &Report) {
+    let rows: Vec<&Row> = report
+        .rows
+        .iter()
+        .filter(|r| r.model.has_latency())
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "\nThe latency bound: p{:.0} <= {LATENCY_BOUND} base latencies, met up to the latency \
+         capacity (1.678 C on queueing). Only the -latency governors see the latency; every \
+         other controller sees failures only. Medians / p90; over bound: the share of windows \
+         whose p99 is over the bound; steady / capacity: the median offer of the last 40 \
+         windows over the latency capacity.\n\n",
+        LATENCY_QUANTILE * 100.0
+    );
+    let header = [
+        "model",
+        "controller",
+        "latency bound",
+        "goodput",
+        "failed",
+        "over bound",
+        "steady / capacity",
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.model.to_string(),
+                r.controller.to_string(),
+                if r.controller.needs_latency() {
+                    "on"
+                } else {
+                    "off"
+                }
+                .to_owned(),
+                pair(r.goodput(), 3),
+                pair(r.failed(), 0),
+                pair(r.over_bound(), 3),
+                pair(r.latency_ratio(), 3),
+            ]
+        })
+        .collect();
+    markdown(out, &header, &cells);
+    let goals = latency_goals(report);
+    if goals.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "\nThe latency bound's goals (medians): the steady offer within ±{:.0} % of the \
+         latency capacity, and at most {:.0} % of windows over the bound.\n\n",
+        GOAL_LATENCY_BAND * 100.0,
+        GOAL_OVER_BOUND * 100.0
+    );
+    let header = [
+        "model",
+        "controller",
+        "steady / capacity",
+        "within ±20 %",
+        "over bound",
+        "<= 5 %",
+        "goal met",
+    ];
+    let cells: Vec<Vec<String>> = goals
+        .iter()
+        .map(|g| {
+            vec![
+                g.model.to_string(),
+                g.controller.to_string(),
+                format!("{:.3}", g.latency_ratio),
+                yes_no(g.settles),
+                format!("{:.3}", g.over_bound),
+                yes_no(g.few_over),
+                yes_no(g.met),
+            ]
+        })
+        .collect();
+    markdown(out, &header, &cells);
+}
+
+/// The latency bound's goal for one `-latency` governor on one model with a
+/// latency, from the medians.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyGoal {
+    /// The model.
+    pub model: ModelKind,
+    /// The governor (`governor-latency` or `governor-robust-latency`).
+    pub controller: ControllerKind,
+    /// Median steady offer over the latency capacity.
+    pub latency_ratio: f64,
+    /// Whether it is within ±[`GOAL_LATENCY_BAND`] of 1.
+    pub settles: bool,
+    /// Median share of windows over the bound.
+    pub over_bound: f64,
+    /// Whether that is at most [`GOAL_OVER_BOUND`].
+    pub few_over: bool,
+    /// Both.
+    pub met: bool,
+}
+
+/// The latency goal per (model with a latency, `-latency` governor) row.
+pub fn latency_goals(report: &Report) -> Vec<LatencyGoal> {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.model.has_latency() && r.controller.needs_latency())
+        .map(|r| {
+            let latency_ratio = r.latency_ratio().median.unwrap_or(f64::NAN);
+            let over_bound = r.over_bound().median.unwrap_or(f64::NAN);
+            let settles = (latency_ratio - 1.0).abs() <= GOAL_LATENCY_BAND;
+            let few_over = over_bound <= GOAL_OVER_BOUND;
+            LatencyGoal {
+                model: r.model,
+                controller: r.controller,
+                latency_ratio,
+                settles,
+                over_bound,
+                few_over,
+                met: settles && few_over,
+            }
+        })
+        .collect()
 }
 
 fn yes_no(b: bool) -> String {
@@ -680,7 +894,8 @@ pub struct Goal {
     /// `governor-robust`'s median failed attempts.
     pub robust_failed: f64,
     /// The controller with the fewest median failures among the
-    /// non-oracle controllers that reach [`GOAL_GOODPUT`].
+    /// controllers that reach [`GOAL_GOODPUT`], but for the oracle and the
+    /// `-latency` governors (which see more than failures).
     pub fewest_failed: Option<(ControllerKind, f64)>,
     /// Whether that is the robust profile (ties count for it).
     pub has_fewest_failed: bool,
@@ -707,9 +922,11 @@ pub fn goals(report: &Report) -> Vec<Goal> {
         let med = |s: Summary| s.median.unwrap_or(f64::NAN);
         let robust_goodput = med(robust.goodput());
         let robust_failed = med(robust.failed());
+        // Rivals see what the robust profile sees: failures only (not the
+        // oracle, not the `-latency` governors).
         let fewest_failed = rows
             .iter()
-            .filter(|r| r.controller != ControllerKind::Oracle)
+            .filter(|r| r.controller != ControllerKind::Oracle && !r.controller.needs_latency())
             .filter(|r| med(r.goodput()) >= GOAL_GOODPUT)
             .map(|r| (r.controller, med(r.failed())))
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));

@@ -7,8 +7,8 @@
 //! ground truth; this module can, deterministically.
 //!
 //! - [`model`]: pure, seeded target models (`cliff`, `rejector`, `knee`,
-//!   `step`, `warming`, `noisy`, `lagged`, `metastable`), with their formulas
-//!   in its docs.
+//!   `step`, `warming`, `noisy`, `lagged`, `metastable`, ..., and `queueing`,
+//!   the one with a latency), with their formulas in its docs.
 //! - [`server`]: an HTTP server that behaves like a load tool: Prometheus
 //!   counters on `/metrics`, the concurrency and rate cap on an admin API,
 //!   one or many tools per process.

@@ -15,7 +15,9 @@
 //! `x = w / C_t` for the load factor.
 //!
 //! Each tick the model resolves `n` attempts, of which `f` fail, and reports
-//! `TickResult { attempts: n, failures: f, capacity: C_t }`.
+//! `TickResult { attempts: n, failures: f, capacity: C_t, latency }`. Only
+//! `queueing` has a latency (a [`TickLatency`]); every other model reports
+//! `latency: None`, since its formulas say nothing about time in the system.
 //!
 //! # The models
 //! `p(x)` is the model's failure probability per attempt.
@@ -33,6 +35,7 @@
 //! | `retry-churn` | `C` | as `rejector` on the total load `n = n_fresh + retries`: every failed attempt is retried once in the next tick (at most one retry per fresh attempt), and counts as load and as an attempt |
 //! | `drift` | `C (1 + 0.3 sin(2 pi t / T))`: a slow sinusoid, one period per run | as `rejector` |
 //! | `bursts` | `C` | as `rejector`, combined with a load-independent burst `b`: `p' = 1 - (1 - p)(1 - b)`; each tick outside a burst starts one with probability 3.2 %, lasting 1, 2 or 3 ticks (uniform) at `b` uniform in [0.3, 0.6]; so about 6 % of ticks burst |
+//! | `queueing` | `C` | `clamp(1.5 - 4 / x, 0, 1)`: 0 up to `x = 8/3`, 5 % at `x = 4 / 1.45 = 2.76`; a queue that answers every attempt later and later, until the client timeout fails the slowest (below) |
 //! | `fast-fail` | `C` | a rejector whose rejected attempts return 20 times faster than served ones, in a closed loop: with `r = w / C > 1`, `p = 20 (r - 1) / (20 (r - 1) + 1)` and each worker makes `a / (1 - p + p / 20)` attempts per tick, so the served attempts are still `C a` while the attempt-failure fraction overstates the overload (16.7 % at `r = 1.01`) |
 //!
 //! Here `t` is the tick index (0 for the first tick), `T` is `run_ticks`.
@@ -45,6 +48,29 @@
 //! `C`); a heavy tick degrades the target to `C/2` for the next 10 ticks
 //! (re-armed by every heavy tick). So retries can keep the load heavy after
 //! the offer has fallen back below `C`, and only a deep back-off drains them.
+//!
+//! `queueing` in full (a closed loop: each worker has one attempt in
+//! flight). The target completes at most `C a` attempts per tick, so `n =
+//! min(w, C) a` attempts resolve (each worker makes `a / max(1, x)`). By
+//! Little's law the mean time in the system is `L = base max(1, x)` ticks,
+//! with `base = 1 / a` (the service time at light load): flat up to
+//! capacity, then linear in the load. The tick's attempts are spread
+//! evenly over `[0.5 L, 1.5 L]` (a uniform shape of mean `L`, no draw), and
+//! the client gives up at the timeout `T_o = 4 base`: an attempt slower than
+//! that fails (it is not retried) and is observed at `T_o`; the target still
+//! did its work, so goodput falls as the timeout share grows. So:
+//!
+//! - the failure probability is `p = P(L s > T_o) = clamp(1.5 - 4 / x, 0, 1)`
+//!   (`s` uniform on `[0.5, 1.5]`);
+//! - the tick's `q` quantile is `min(L (0.5 + q), T_o)`, and its CDF at `t`
+//!   is `clamp(t / L - 0.5, 0, 1)` below `T_o`, 1 from `T_o` on
+//!   ([`TickLatency::quantile`], [`TickLatency::share_within`]);
+//! - the **latency capacity** at a bound `B` on the `q` quantile (with
+//!   `(0.5 + q) base <= B < T_o`) is `w_B = C B / ((0.5 + q) base)`
+//!   ([`latency_capacity`]): with `B = 2.5 base` at p99, `w_B = 2.5 / 1.49 C
+//!   = 1.678 C`, while the failure bound of 5 % is only reached at `2.759 C`
+//!   ([`queueing_failure_capacity`]). Past `C` an offer adds latency, not
+//!   goodput: the served attempts stay `C a`.
 //!
 //! # Counting
 //! With `poisson` set, fresh attempts are drawn as `Poisson(w a)` each tick
@@ -102,6 +128,11 @@ const BURST_MAX_TICKS: u64 = 3;
 const BURST_FAILURES: (f64, f64) = (0.3, 0.6);
 /// `fast-fail`: how many times faster a rejected attempt returns.
 const FAST_FAIL_SPEEDUP: f64 = 20.0;
+/// `queueing`: the client timeout, in base latencies (`T_o = 4 base`).
+pub const QUEUEING_TIMEOUT: f64 = 4.0;
+/// `queueing`: the half-width of the uniform latency shape, as a share of
+/// the mean (`[0.5 L, 1.5 L]`).
+pub const QUEUEING_SPREAD: f64 = 0.5;
 
 /// Which target model to simulate. The formulas are in the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
@@ -133,11 +164,14 @@ pub enum ModelKind {
     /// Rejections return 20x faster, so the failure fraction overstates the
     /// overload.
     FastFail,
+    /// A queue: latency grows with load, failures stay 0 until the client
+    /// timeout.
+    Queueing,
 }
 
 impl ModelKind {
     /// Every model, in declaration order.
-    pub const ALL: [ModelKind; 12] = [
+    pub const ALL: [ModelKind; 13] = [
         ModelKind::Cliff,
         ModelKind::Rejector,
         ModelKind::Knee,
@@ -150,6 +184,7 @@ impl ModelKind {
         ModelKind::Drift,
         ModelKind::Bursts,
         ModelKind::FastFail,
+        ModelKind::Queueing,
     ];
 
     /// The kebab-case name, as on the command line and in serde.
@@ -167,7 +202,13 @@ impl ModelKind {
             ModelKind::Drift => "drift",
             ModelKind::Bursts => "bursts",
             ModelKind::FastFail => "fast-fail",
+            ModelKind::Queueing => "queueing",
         }
+    }
+
+    /// Whether the model reports a latency per tick (`queueing` only).
+    pub fn has_latency(self) -> bool {
+        self == ModelKind::Queueing
     }
 
     /// The default attempts per worker per tick for a target of `capacity`
@@ -280,6 +321,77 @@ pub struct TickResult {
     /// The target's true capacity in this tick, in workers (an oracle for
     /// tests and benchmarks; a real target never says).
     pub capacity: f64,
+    /// The latency distribution of this tick's attempts (`queueing` only;
+    /// `None` for every other model).
+    pub latency: Option<TickLatency>,
+}
+
+/// One tick's latency distribution (`queueing`), in ticks: attempts spread
+/// evenly over `[0.5 mean, 1.5 mean]`, the slowest observed at the timeout.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TickLatency {
+    /// The service time at light load, `1 / a` ticks.
+    pub base: f64,
+    /// The mean time in the system before the timeout, `base max(1, x)`.
+    pub mean: f64,
+    /// The client timeout, `4 base`: slower attempts fail and are observed
+    /// here.
+    pub timeout: f64,
+}
+
+impl TickLatency {
+    /// The `q` quantile of the observed latency: `min(mean (0.5 + q),
+    /// timeout)` (`q` is clamped into [0, 1]).
+    pub fn quantile(&self, q: f64) -> f64 {
+        let q = if q.is_nan() { 0.0 } else { q.clamp(0.0, 1.0) };
+        let spread = 1.0 - QUEUEING_SPREAD + 2.0 * QUEUEING_SPREAD * q;
+        (self.mean * spread).min(self.timeout)
+    }
+
+    /// The share of attempts observed at or under `t` ticks (the CDF):
+    /// `clamp(t / mean - 0.5, 0, 1)` below the timeout, 1 from it on.
+    pub fn share_within(&self, t: f64) -> f64 {
+        if t >= self.timeout {
+            return 1.0;
+        }
+        let low = 1.0 - QUEUEING_SPREAD;
+        ((t / self.mean - low) / (2.0 * QUEUEING_SPREAD)).clamp(0.0, 1.0)
+    }
+}
+
+impl TickLatency {
+    /// The mean observed latency, `E[min(L s, timeout)]` (a timed-out
+    /// attempt is observed at the timeout): `mean` when nothing times out.
+    pub fn observed_mean(&self) -> f64 {
+        let (l, t) = (self.mean, self.timeout);
+        let (lo, hi) = (l * (1.0 - QUEUEING_SPREAD), l * (1.0 + QUEUEING_SPREAD));
+        if t >= hi {
+            l
+        } else if t <= lo {
+            t
+        } else {
+            // Uniform density 1 / (hi - lo) up to t, then the mass at t.
+            let below = (t * t - lo * lo) / (2.0 * (hi - lo));
+            below + t * (hi - t) / (hi - lo)
+        }
+    }
+}
+
+/// `queueing`: the highest offer, in workers, whose `q` quantile stays at or
+/// under `bound` (`bound` in the unit of `base`): `C bound / ((0.5 + q)
+/// base)`. `None` when no offer has that property: the bound is under the
+/// light-load quantile `(0.5 + q) base` (every offer breaks it) or at or
+/// past the timeout `4 base` (no offer does; the quantile is capped there).
+pub fn latency_capacity(capacity: f64, base: f64, q: f64, bound: f64) -> Option<f64> {
+    let spread = 1.0 - QUEUEING_SPREAD + 2.0 * QUEUEING_SPREAD * q.clamp(0.0, 1.0);
+    let idle = spread * base;
+    (idle <= bound && bound < QUEUEING_TIMEOUT * base).then(|| capacity * bound / idle)
+}
+
+/// `queueing`: the offer at which a share `frac` of attempts times out,
+/// `C 4 / (1.5 - frac)` (for `frac` in [0, 1)): `2.759 C` at 5 %.
+pub fn queueing_failure_capacity(capacity: f64, frac: f64) -> f64 {
+    capacity * QUEUEING_TIMEOUT / (1.0 + QUEUEING_SPREAD - frac.clamp(0.0, 1.0))
 }
 
 impl TickResult {
@@ -397,6 +509,10 @@ impl TargetModel {
                 let p = fast_fail(offer, capacity);
                 self.cfg.attempts_per_worker / (1.0 - p + p / FAST_FAIL_SPEEDUP)
             }
+            // Closed loop: the target completes at most `C a` per tick.
+            ModelKind::Queueing if offer > capacity => {
+                self.cfg.attempts_per_worker * capacity / offer
+            }
             _ => self.cfg.attempts_per_worker,
         };
         let fresh = if self.cfg.poisson {
@@ -431,16 +547,26 @@ impl TargetModel {
                     ModelKind::Cliff => cliff(offer, capacity),
                     ModelKind::Knee => knee(offer, capacity),
                     ModelKind::FastFail => fast_fail(offer, capacity),
+                    ModelKind::Queueing => queueing(offer, capacity),
                     _ => rejector(offer, capacity),
                 };
                 (fresh, self.draw_failures(fresh, p))
             }
         };
         self.tick += 1;
+        let latency = (self.cfg.kind == ModelKind::Queueing).then(|| {
+            let base = 1.0 / self.cfg.attempts_per_worker;
+            TickLatency {
+                base,
+                mean: base * (offer / capacity).max(1.0),
+                timeout: QUEUEING_TIMEOUT * base,
+            }
+        });
         TickResult {
             attempts,
             failures,
             capacity,
+            latency,
         }
     }
 
@@ -534,6 +660,15 @@ fn fast_fail(offer: f64, capacity: f64) -> f64 {
     } else {
         excess / (excess + 1.0)
     }
+}
+
+/// `queueing`: the timeout share `clamp(1.5 - 4 / x, 0, 1)`.
+fn queueing(offer: f64, capacity: f64) -> f64 {
+    if offer <= 0.0 {
+        return 0.0;
+    }
+    let x = offer / capacity;
+    (1.0 + QUEUEING_SPREAD - QUEUEING_TIMEOUT / x).clamp(0.0, 1.0)
 }
 
 /// `cliff`: goodput `g = max(0, 1 - 4 (x - 1))` of capacity past `x = 1`.

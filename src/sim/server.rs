@@ -50,6 +50,14 @@
 //! | `sim_workers` | gauge | current concurrency |
 //! | `sim_rate_limit` | gauge | rate cap in attempts per second (`+Inf`: unbounded) |
 //! | `sim_capacity` | gauge | the target's true capacity in workers (an oracle) |
+//! | `sim_request_duration_seconds` | histogram | `queueing` only: the attempts' latency (`_bucket{le}` cumulative, `_sum`, `_count`) |
+//!
+//! The histogram's buckets are multiples of the model's base latency
+//! `tick / a` (10 ms at the defaults): [`LATENCY_BUCKETS`], so that a bound
+//! such as p99 <= 2.5 base sits on a bucket edge. Each tick adds the
+//! tick's attempts times the model's CDF at each edge
+//! ([`super::model::TickLatency::share_within`]); counts are exported
+//! rounded to whole attempts (the `+Inf` bucket and `_count` are exact).
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -81,6 +89,12 @@ pub const MAX_RATE: f64 = 1e15;
 pub const MAX_TOOLS: usize = 100_000;
 /// The shortest tick.
 pub const MIN_TICK: Duration = Duration::from_millis(1);
+
+/// The `le` edges of `sim_request_duration_seconds`, in base latencies
+/// (`tick / attempts_per_worker`); `+Inf` follows.
+pub const LATENCY_BUCKETS: [f64; 13] = [
+    0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 5.0,
+];
 
 /// The Prometheus text format's content type.
 const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -253,10 +267,54 @@ struct Tool {
     successes: u64,
     failures: u64,
     ticks: u64,
+    /// `queueing` only: the latency histogram.
+    latency: Option<Histogram>,
+}
+
+/// A cumulative latency histogram in seconds.
+#[derive(Debug, Clone, PartialEq)]
+struct Histogram {
+    /// `(le, cumulative count)`, the edges of [`LATENCY_BUCKETS`] in seconds.
+    buckets: Vec<(f64, f64)>,
+    /// Observations (the `+Inf` bucket).
+    count: u64,
+    /// Sum of the observed latencies, in seconds.
+    sum: f64,
+}
+
+impl Histogram {
+    fn new(base_secs: f64) -> Self {
+        Histogram {
+            buckets: LATENCY_BUCKETS
+                .iter()
+                .map(|m| (m * base_secs, 0.0))
+                .collect(),
+            count: 0,
+            sum: 0.0,
+        }
+    }
+
+    fn clear(&mut self) {
+        for b in &mut self.buckets {
+            b.1 = 0.0;
+        }
+        self.count = 0;
+        self.sum = 0.0;
+    }
+
+    /// Folds one tick's `attempts`, spread as `latency` (in ticks).
+    fn observe(&mut self, attempts: u64, latency: &super::model::TickLatency, tick_secs: f64) {
+        let n = attempts as f64;
+        for (le, count) in &mut self.buckets {
+            *count += n * latency.share_within(*le / tick_secs);
+        }
+        self.count = self.count.saturating_add(attempts);
+        self.sum += n * latency.observed_mean() * tick_secs;
+    }
 }
 
 /// A consistent copy of one tool's exported values.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Snapshot {
     successes: u64,
     failures: u64,
@@ -264,6 +322,7 @@ struct Snapshot {
     workers: u64,
     rate: Option<f64>,
     capacity: f64,
+    latency: Option<Histogram>,
 }
 
 impl Sim {
@@ -272,7 +331,10 @@ impl Sim {
             .map(|i| {
                 let mut model = cfg.model.clone();
                 model.seed = model.seed.wrapping_add(i as u64);
+                let base_secs = cfg.tick.as_secs_f64() / model.attempts_per_worker;
+                let latency = model.kind.has_latency().then(|| Histogram::new(base_secs));
                 Ok(Mutex::new(Tool {
+                    latency,
                     model: TargetModel::new(model).map_err(SimError::Model)?,
                     workers: cfg.initial_workers,
                     rate: cfg.initial_rate,
@@ -333,6 +395,9 @@ impl Tool {
         self.successes = self.successes.saturating_add(result.successes());
         self.failures = self.failures.saturating_add(result.failures);
         self.ticks += 1;
+        if let (Some(h), Some(l)) = (&mut self.latency, &result.latency) {
+            h.observe(result.attempts, l, tick_secs);
+        }
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -343,6 +408,7 @@ impl Tool {
             workers: self.workers,
             rate: self.rate,
             capacity: self.model.capacity(),
+            latency: self.latency.clone(),
         }
     }
 }
@@ -492,6 +558,9 @@ fn do_reset(sim: &Sim, i: usize) -> ApiResult {
     tool.successes = 0;
     tool.failures = 0;
     tool.ticks = 0;
+    if let Some(h) = &mut tool.latency {
+        h.clear();
+    }
     tool.workers = sim.initial_workers;
     tool.rate = sim.initial_rate;
     Ok(Json(json!({ "reset": true, "workers": tool.workers, "rate": tool.rate })).into_response())
@@ -633,7 +702,32 @@ fn render(snapshots: &[(Option<usize>, Snapshot)]) -> String {
         "The simulated target's true capacity in workers.",
         &|s| vec![("", float(s.capacity))],
     );
+    render_latency(&mut out, snapshots);
     out
+}
+
+/// `sim_request_duration_seconds`, for the tools that have a latency.
+fn render_latency(out: &mut String, snapshots: &[(Option<usize>, Snapshot)]) {
+    let name = "sim_request_duration_seconds";
+    let mut header = false;
+    for (tool, s) in snapshots {
+        let Some(h) = &s.latency else { continue };
+        if !header {
+            let _ = writeln!(out, "# HELP {name} Attempt latency (queueing model).");
+            let _ = writeln!(out, "# TYPE {name} histogram");
+            header = true;
+        }
+        let tool_label = tool.map_or_else(String::new, |i| format!("tool=\"{i}\","));
+        let plain = tool.map_or_else(String::new, |i| format!("{{tool=\"{i}\"}}"));
+        for &(le, count) in &h.buckets {
+            // Rounded to whole attempts, never above the total.
+            let c = (count.round() as u64).min(h.count);
+            let _ = writeln!(out, "{name}_bucket{{{tool_label}le=\"{}\"}} {c}", float(le));
+        }
+        let _ = writeln!(out, "{name}_bucket{{{tool_label}le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(out, "{name}_sum{plain} {}", float(h.sum));
+        let _ = writeln!(out, "{name}_count{plain} {}", h.count);
+    }
 }
 
 /// A float in exposition syntax.
@@ -660,6 +754,7 @@ mod tests {
             workers: 4,
             rate: None,
             capacity: 120.0,
+            latency: None,
         }
     }
 
@@ -742,6 +837,76 @@ mod tests {
         lock(&sim.tools[0]).rate = None;
         sim.tick_all();
         assert_eq!(lock(&sim.tools[0]).snapshot().successes, 510);
+    }
+
+    #[test]
+    fn queueing_exports_a_latency_histogram_that_reads_back_its_p99() {
+        use crate::latency::Buckets;
+        let cfg = SimConfig::new(ModelConfig::new(ModelKind::Queueing, 100.0));
+        let sim = Sim::new(&cfg).unwrap();
+        // Twice capacity: L = 2 base = 20 ms at 100 ms ticks and a = 10;
+        // p99 = 1.49 L = 29.8 ms; nothing times out (1.5 L < 40 ms).
+        lock(&sim.tools[0]).workers = 200;
+        for _ in 0..10 {
+            sim.tick_all();
+        }
+        let text = render(&[(None, lock(&sim.tools[0]).snapshot())]);
+        assert_eq!(
+            text.matches("# TYPE sim_request_duration_seconds histogram")
+                .count(),
+            1
+        );
+        assert!(text.contains("sim_request_duration_seconds_bucket{le=\"+Inf\"} 10000\n"));
+        assert!(text.contains("sim_request_duration_seconds_count 10000\n"));
+        // Uniform on [10, 30] ms: half by 20 ms, all by 30 ms.
+        assert!(
+            text.contains("sim_request_duration_seconds_bucket{le=\"0.02\"} 5000\n"),
+            "{text}"
+        );
+        assert!(text.contains("sim_request_duration_seconds_bucket{le=\"0.03\"} 10000\n"));
+        assert!(text.contains("sim_request_duration_seconds_bucket{le=\"0.005\"} 0\n"));
+        let sum: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("sim_request_duration_seconds_sum "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((sum - 10_000.0 * 0.02).abs() < 1e-6, "{sum}");
+        // The governor's histogram_quantile over the buckets gives the p99.
+        let pairs = text.lines().filter_map(|l| {
+            let rest = l.strip_prefix("sim_request_duration_seconds_bucket{le=\"")?;
+            let (le, count) = rest.split_once("\"} ")?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, count.parse::<f64>().ok()?))
+        });
+        let p99 = Buckets::new(pairs).unwrap().quantile(0.99).unwrap();
+        assert!((p99 - 0.0298).abs() < 1e-9, "{p99}");
+        // Other models export none; a reset clears it; many tools are labelled.
+        let rejector = Sim::new(&SimConfig::new(ModelConfig::new(
+            ModelKind::Rejector,
+            100.0,
+        )))
+        .unwrap();
+        rejector.tick_all();
+        let text = render(&[(None, lock(&rejector.tools[0]).snapshot())]);
+        assert!(!text.contains("sim_request_duration_seconds"));
+        do_reset(&sim, 0).unwrap();
+        let s = lock(&sim.tools[0]).snapshot();
+        assert_eq!(s.latency.as_ref().map(|h| h.count), Some(0));
+        sim.tick_all();
+        let text = render(&[
+            (Some(0), lock(&sim.tools[0]).snapshot()),
+            (Some(1), snapshot()),
+        ]);
+        assert!(
+            text.contains("sim_request_duration_seconds_bucket{tool=\"0\",le=\"+Inf\"} 10\n"),
+            "{text}"
+        );
+        assert!(text.contains("sim_request_duration_seconds_count{tool=\"0\"} 10\n"));
     }
 
     #[test]

@@ -484,3 +484,112 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn queueing_serves_capacity_and_queues_the_rest() {
+    let mut m = model(ModelKind::Queueing);
+    let base = 0.1; // 1 / a ticks
+                    // Light load: every worker makes a attempts, the service time is base.
+    let r = m.tick(0.5 * C);
+    assert_eq!((r.attempts, r.failures, r.capacity), (500, 0, C));
+    let l = r.latency.expect("queueing has a latency");
+    assert_eq!((l.base, l.mean, l.timeout), (base, base, 4.0 * base));
+    // p99 = 1.49 mean, p50 = mean, p0 = 0.5 mean.
+    assert!((l.quantile(0.99) - 1.49 * base).abs() < 1e-12);
+    assert!((l.quantile(0.5) - base).abs() < 1e-12);
+    assert!((l.quantile(0.0) - 0.5 * base).abs() < 1e-12);
+    // Twice capacity: the same C a attempts, twice the latency, no failure.
+    let r = m.tick(2.0 * C);
+    assert_eq!((r.attempts, r.failures), (1_000, 0));
+    let l = r.latency.unwrap();
+    assert!((l.mean - 2.0 * base).abs() < 1e-12);
+    assert!((l.quantile(0.99) - 2.98 * base).abs() < 1e-12);
+    // Up to x = 8/3 nothing times out: 1.5 L = 4 base.
+    let r = m.tick(8.0 / 3.0 * C);
+    assert_eq!((r.attempts, r.failures), (1_000, 0));
+    // x = 4: p = 1.5 - 4/4 = 50 %; the quantile is capped at the timeout.
+    let r = m.tick(4.0 * C);
+    assert_eq!((r.attempts, r.failures), (1_000, 500));
+    let l = r.latency.unwrap();
+    assert_eq!(l.quantile(0.99), 4.0 * base);
+    assert!((l.quantile(0.25) - 4.0 * 0.75 * base).abs() < 1e-12);
+    // x = 8 and beyond: everything times out.
+    let r = m.tick(8.0 * C);
+    assert_eq!(r.failures, r.attempts);
+}
+
+#[test]
+fn queueing_failure_probability_is_the_timeout_share() {
+    for (x, p) in [(1.0, 0.0), (2.5, 0.0), (3.0, 1.5 - 4.0 / 3.0), (5.0, 0.7)] {
+        assert!((queueing(x * C, C) - p).abs() < 1e-12, "x = {x}");
+    }
+    assert_eq!(queueing(0.0, C), 0.0);
+    // 5 % at x = 4 / 1.45.
+    let w5 = queueing_failure_capacity(C, 0.05);
+    assert!((w5 / C - 4.0 / 1.45).abs() < 1e-12);
+    assert!((queueing(w5, C) - 0.05).abs() < 1e-12);
+    let mut m = model(ModelKind::Queueing);
+    let f = frac_over(&mut m, w5, 100);
+    assert!((f - 0.05).abs() < 1e-3, "{f}");
+}
+
+#[test]
+fn queueing_latency_capacity_is_where_the_quantile_meets_the_bound() {
+    let base = 0.1;
+    // p99 <= 2.5 base: w = 2.5 / 1.49 C.
+    let w = latency_capacity(C, base, 0.99, 2.5 * base).unwrap();
+    assert!((w / C - 2.5 / 1.49).abs() < 1e-12, "{w}");
+    let mut m = model(ModelKind::Queueing);
+    let at = m.tick(w).latency.unwrap().quantile(0.99);
+    assert!((at - 2.5 * base).abs() < 1e-12, "{at}");
+    assert!(m.tick(w + 1.0).latency.unwrap().quantile(0.99) > 2.5 * base);
+    assert!(m.tick(w - 1.0).latency.unwrap().quantile(0.99) < 2.5 * base);
+    // Far below the failure bound's offer.
+    assert!(queueing_failure_capacity(C, 0.05) > 1.6 * w);
+    // No offer meets a bound under the idle p99, every offer one at the timeout.
+    assert_eq!(latency_capacity(C, base, 0.99, 1.4 * base), None);
+    assert_eq!(latency_capacity(C, base, 0.99, 4.0 * base), None);
+}
+
+#[test]
+fn queueing_cdf_matches_its_quantiles() {
+    let l = TickLatency {
+        base: 0.1,
+        mean: 0.3,
+        timeout: 0.4,
+    };
+    for q in [0.0, 0.1, 0.25, 0.5, 1.0 / 6.0] {
+        let t = l.quantile(q);
+        assert!((l.share_within(t) - q).abs() < 1e-12, "q = {q}");
+    }
+    // A sixth of the attempts (1.5 - 0.4 / 0.3) are slower than the
+    // timeout: observed there.
+    assert!((l.share_within(0.4 - 1e-9) - 5.0 / 6.0).abs() < 1e-6);
+    assert_eq!(l.share_within(0.4), 1.0);
+    assert_eq!(l.share_within(0.1), 0.0);
+    assert_eq!(l.quantile(0.9), 0.4);
+    // The observed mean: 5/6 uniform on [0.15, 0.4], 1/6 at 0.4.
+    let expected = 5.0 / 6.0 * 0.275 + 1.0 / 6.0 * 0.4;
+    assert!((l.observed_mean() - expected).abs() < 1e-12);
+    let fast = TickLatency { mean: 0.1, ..l };
+    assert_eq!(fast.observed_mean(), 0.1);
+}
+
+#[test]
+fn only_queueing_reports_a_latency() {
+    for kind in ModelKind::ALL {
+        let mut m = model(kind);
+        let r = m.tick(C);
+        assert_eq!(r.latency.is_some(), kind.has_latency(), "{kind}");
+        assert_eq!(kind.has_latency(), kind == ModelKind::Queueing);
+    }
+}
+
+#[test]
+fn queueing_with_poisson_attempts_keeps_the_closed_loop_mean() {
+    let mut cfg = ModelConfig::new(ModelKind::Queueing, C);
+    cfg.poisson = true;
+    let mut m = TargetModel::new(cfg).unwrap();
+    let n: u64 = (0..1_000).map(|_| m.tick(2.0 * C).attempts).sum();
+    assert!((n as f64 / 1_000.0 - 1_000.0).abs() < 5.0, "{n}");
+}
