@@ -72,6 +72,13 @@ applied without a restart: added targets start, removed ones stop with their
 on_exit, changed ones keep their governor state. An invalid config is
 rejected and the running one stays in effect.
 
+Capacity at an SLO: a target's optional [targets.latency] (quantile, bound,
+and one source: a Prometheus histogram, a PromQL query, Locust or Goose) adds
+a latency bound beside the failure bound. A window backs off when either is
+breached and climbs only when both are clean; the report's capacity is then
+\"at failure <= high and p99 <= bound\" and names the bound that binds.
+See docs/LATENCY.md and config/latency.toml.
+
 Examples:
   throttle-governor check --config config/example.toml
   throttle-governor run --config config/example.toml
