@@ -697,16 +697,7 @@ impl ThrottleGovernor {
         }
         let frac = failures / attempts;
 
-        let mut memory_cleared = false;
-        if let Some(bad) = self.state.last_bad {
-            let evidence = frac < p.low && self.at_or_above(from, bad);
-            let (streak, clear) = memory_clear_step(self.state.clean_streak, evidence);
-            self.state.clean_streak = streak;
-            if clear {
-                self.state.last_bad = None;
-                memory_cleared = true;
-            }
-        }
+        let memory_cleared = self.memory_step(frac < p.low, from);
 
         let raw = decide(
             frac,
@@ -718,19 +709,7 @@ impl ThrottleGovernor {
             self.state.last_bad,
         );
         let decision = p.round(self.exact_up(raw, from), from);
-        let threshold = if frac > p.high {
-            Some(Threshold::High(p.high))
-        } else if frac < p.low {
-            Some(Threshold::Low(p.low))
-        } else {
-            Some(Threshold::Band(p.low, p.high))
-        };
-        let signal = Signal {
-            attempts,
-            failures,
-            frac: Some(frac),
-            threshold,
-        };
+        let signal = self.signal_of(attempts, failures);
         match decision {
             Decision::Down(to) => {
                 self.state.last_bad = Some(from);
@@ -764,6 +743,43 @@ impl ThrottleGovernor {
                 };
                 self.hold(reason, Some(signal), memory_cleared)
             }
+        }
+    }
+
+    /// GOVERNOR.md's step 3, while `last_bad` is set: a window that is
+    /// `clean` at or above `last_bad` adds to the streak, any other resets
+    /// it, and the third in a row clears the memory. Returns whether it
+    /// cleared on this window.
+    fn memory_step(&mut self, clean: bool, from: f64) -> bool {
+        let Some(bad) = self.state.last_bad else {
+            return false;
+        };
+        let evidence = clean && self.at_or_above(from, bad);
+        let (streak, clear) = memory_clear_step(self.state.clean_streak, evidence);
+        self.state.clean_streak = streak;
+        if clear {
+            self.state.last_bad = None;
+        }
+        clear
+    }
+
+    /// The window behind a decision (`attempts > 0`), with the threshold its
+    /// fraction crossed.
+    fn signal_of(&self, attempts: f64, failures: f64) -> Signal {
+        let p = self.params;
+        let frac = failures / attempts;
+        let threshold = if frac > p.high {
+            Threshold::High(p.high)
+        } else if frac < p.low {
+            Threshold::Low(p.low)
+        } else {
+            Threshold::Band(p.low, p.high)
+        };
+        Signal {
+            attempts,
+            failures,
+            frac: Some(frac),
+            threshold: Some(threshold),
         }
     }
 

@@ -27,24 +27,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use support::queueing::QueueingTarget;
-use support::real::{serial, target_head, Goose, Locust, K6};
+use support::real::{record_run, serial, target_head, Goose, Locust, K6, LOCUSTFILE};
 use support::{require_tool, Prometheus};
 use throttle_governor::config::Config;
 use throttle_governor::report::{SteadyRule, TargetReport};
 use throttle_governor::supervisor::{self, RunOptions};
-
-const LOCUSTFILE: &str = r#"
-from locust import FastHttpUser, constant, task
-
-
-class Hit(FastHttpUser):
-    # No think time: each user keeps one request in flight.
-    wait_time = constant(0)
-
-    @task
-    def hit(self):
-        self.client.get("/work")
-"#;
 
 const SLOTS: usize = 5;
 const BASE: Duration = Duration::from_millis(100);
@@ -181,16 +168,7 @@ async fn govern_slo(label: &str, config: &str, want: f64, bound: Duration, t0: I
         target.verdict,
         t0.elapsed().as_secs_f64()
     );
-    eprintln!("REAL-TOOL RUN {line}");
-    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-tool-runs.log");
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-    {
-        use std::io::Write as _;
-        let _ = writeln!(f, "{line}");
-    }
+    record_run(&line);
     SloRun {
         line,
         tail,

@@ -18,24 +18,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::real::{govern, serial, settle_for, target_head, Locust, Watch, RUN_LIMIT};
+use support::real::{
+    govern, serial, settle_for, target_head, Locust, Watch, LOCUSTFILE, RUN_LIMIT,
+};
 use support::LimitedTarget;
 
 /// Concurrent requests the target admits.
 const LIMIT: usize = 10;
-
-const LOCUSTFILE: &str = r#"
-from locust import FastHttpUser, constant, task
-
-
-class Hit(FastHttpUser):
-    # No think time: each user keeps one request in flight.
-    wait_time = constant(0)
-
-    @task
-    def hit(self):
-        self.client.get("/")
-"#;
 
 async fn locust_run(workers: usize, profile: &str) {
     let _serial = serial().await;

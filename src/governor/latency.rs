@@ -43,8 +43,7 @@
 use serde::Serialize;
 
 use super::{
-    decide, memory_clear_step, Decision, HoldReason, Mode, Outcome, Profile, Signal, Threshold,
-    ThrottleGovernor,
+    decide, Decision, HoldReason, Mode, Outcome, Profile, Signal, Threshold, ThrottleGovernor,
 };
 
 /// The default clean level of a latency bound, as a fraction of the bound.
@@ -161,18 +160,7 @@ impl ThrottleGovernor {
         }
 
         // The default profile's memory step, with clean = both clean.
-        let mut memory_cleared = false;
-        if !robust {
-            if let Some(bad) = self.state.last_bad {
-                let evidence = frac < p.low && lat_clean && self.at_or_above(from, bad);
-                let (streak, clear) = memory_clear_step(self.state.clean_streak, evidence);
-                self.state.clean_streak = streak;
-                if clear {
-                    self.state.last_bad = None;
-                    memory_cleared = true;
-                }
-            }
-        }
+        let memory_cleared = !robust && self.memory_step(frac < p.low && lat_clean, from);
         let signal = self.signal_of(attempts, failures);
         if lat_breach {
             let obs = lat.observed.unwrap_or(lat.bound);
@@ -213,24 +201,6 @@ impl ThrottleGovernor {
         };
         let o = self.hold(reason, Some(signal), memory_cleared);
         self.annotate(o, lat, reason != HoldReason::DeadBand)
-    }
-
-    fn signal_of(&self, attempts: f64, failures: f64) -> Signal {
-        let p = self.params;
-        let frac = failures / attempts;
-        let threshold = if frac > p.high {
-            Threshold::High(p.high)
-        } else if frac < p.low {
-            Threshold::Low(p.low)
-        } else {
-            Threshold::Band(p.low, p.high)
-        };
-        Signal {
-            attempts,
-            failures,
-            frac: Some(frac),
-            threshold: Some(threshold),
-        }
     }
 
     /// A breach's decision: a Down records `last_bad`, a Hold is at the floor.

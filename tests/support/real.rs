@@ -157,18 +157,7 @@ impl Measured {
     /// and slow start from doubling back into it), and the capacity figure.
     pub fn assert_criteria(&self) {
         let line = self.figures();
-        eprintln!("REAL-TOOL RUN {line}");
-        // Passing tests' output is captured: keep every run's figures in
-        // one file too (target/tmp/real-tool-runs.log), for docs/BENCHMARKS.md.
-        let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-tool-runs.log");
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            use std::io::Write as _;
-            let _ = writeln!(f, "{line}");
-        }
+        record_run(&line);
         let (lo, hi) = (0.8 * self.limit, 1.2 * self.limit);
         let strict = self.profile == Profile::Robust;
         let mut failed = Vec::new();
@@ -227,6 +216,38 @@ impl Measured {
         );
     }
 }
+
+/// Prints one run's figures, and appends them to
+/// `target/tmp/real-tool-runs.log` (passing tests' output is captured), for
+/// docs/BENCHMARKS.md.
+pub fn record_run(line: &str) {
+    eprintln!("REAL-TOOL RUN {line}");
+    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-tool-runs.log");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+    {
+        use std::io::Write as _;
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// The locustfile of the real-tool tests: one `GET /` in a loop with no
+/// think time, so each user keeps one request in flight and the target's
+/// concurrency is the user count.
+pub const LOCUSTFILE: &str = r#"
+from locust import FastHttpUser, constant, task
+
+
+class Hit(FastHttpUser):
+    # No think time: each user keeps one request in flight.
+    wait_time = constant(0)
+
+    @task
+    def hit(self):
+        self.client.get("/")
+"#;
 
 /// The capacity figure in one target's report JSON: its `capacity`
 /// field, which the report sets only for a settled run whose writes were
