@@ -214,7 +214,16 @@ async fn on_exit_floor_is_written_at_shutdown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_waits_for_baseline_and_metrics_pass_promtool() {
     let tool = FakeTool::start(40.0, 1.0).await;
-    let cfg = config("127.0.0.1:0", &tool.target_toml("ready", 100, 100, ""));
+    // With a latency bound, so that its series pass promtool too.
+    let cfg = config(
+        "127.0.0.1:0",
+        &tool.target_toml(
+            "ready",
+            100,
+            100,
+            r#"latency = { quantile = 0.99, bound = "250ms", histogram = "h_seconds", url = "http://127.0.0.1:1/metrics" }"#,
+        ),
+    );
     let running = supervisor::start(&cfg, RunOptions::default(), None)
         .await
         .unwrap();
@@ -261,6 +270,9 @@ async fn readyz_waits_for_baseline_and_metrics_pass_promtool() {
         "throttle_signal_read_duration_seconds_bucket",
         "throttle_control_write_duration_seconds_bucket",
         "throttle_build_info",
+        "throttle_window_latency_seconds",
+        "throttle_latency_bound_seconds",
+        "throttle_latency_errors_total",
     ] {
         assert!(text.contains(name), "{name} missing from /metrics:\n{text}");
     }

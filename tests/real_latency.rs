@@ -11,7 +11,8 @@
 //!
 //! - real Locust 2.47 (signal and control over its web UI), the latency
 //!   from the target's own Prometheus histogram (`histogram`, windowed from
-//!   bucket deltas);
+//!   bucket deltas), and from Locust's own rolling percentile
+//!   (`locust = true`);
 //! - real k6 1.1.0 (signal and control over its REST API), the latency from
 //!   k6's own `http_req_duration`, remote-written as a native histogram into
 //!   a real Prometheus 2.42 and read with a PromQL `query`;
@@ -130,12 +131,12 @@ async fn govern_slo(label: &str, config: &str, want: f64, bound: Duration, t0: I
     }
     let window_latency = support::metric(
         ctl,
-        "throttle_window_latency_seconds{target=\"slo\",quantile=\"0.99\"}",
+        "throttle_window_latency_seconds{target=\"slo\",slo_quantile=\"0.99\"}",
     )
     .await;
     let bound_metric = support::metric(
         ctl,
-        "throttle_latency_bound_seconds{target=\"slo\",quantile=\"0.99\"}",
+        "throttle_latency_bound_seconds{target=\"slo\",slo_quantile=\"0.99\"}",
     )
     .await;
     let report = running.report(&SteadyRule::default());
@@ -327,6 +328,50 @@ goose = true
     assert!(goose.proc.running(), "Goose died:\n{}", goose.proc.tail());
     drop(goose);
     run.assert_latency_binds(want, bound);
+}
+
+/// Locust with p99 added to its charted percentiles, so that its rolling
+/// `current_response_time_percentiles` can bound p99.
+const LOCUSTFILE_P99: &str = r#"
+import locust.stats
+from locust import FastHttpUser, constant, task
+
+locust.stats.PERCENTILES_TO_CHART = [0.5, 0.99]
+
+
+class Hit(FastHttpUser):
+    wait_time = constant(0)
+
+    @task
+    def hit(self):
+        self.client.get("/")
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locust_with_its_own_rolling_percentile_finds_the_latency_capacity() {
+    let _serial = serial().await;
+    let t0 = Instant::now();
+    let target = QueueingTarget::start(SLOTS, BASE).await;
+    let want = target.concurrency_at(BOUND);
+    let Some(mut locust) = Locust::start(LOCUSTFILE_P99, &target.url(), 0, &[]).await else {
+        return;
+    };
+    let bound = format!(
+        "\n[targets.latency]\nquantile = 0.99\nbound = \"{}ms\"\nlocust = true\n",
+        BOUND.as_millis()
+    );
+    let config = locust_config(&locust.web, Some(&bound));
+    let run = govern_slo(
+        "locust 1 process, its rolling percentile",
+        &config,
+        want,
+        BOUND,
+        t0,
+    )
+    .await;
+    assert!(locust.all_running(), "Locust died:\n{}", locust.tails());
+    drop(locust);
+    run.assert_latency_binds(want, BOUND);
 }
 
 /// The control experiment: without the bound, the same queueing target

@@ -3,9 +3,12 @@
 Usage: live_prometheus.py THROTTLE_GOVERNOR_BINARY [--seconds N]
 
 Starts, all on 127.0.0.1 and all stopped on exit:
-  - two simulated load tools (`throttle-governor sim`): a `rejector` and a
-    `cliff` target;
-  - the controller (`throttle-governor run`) governing both, one-second windows;
+  - three simulated load tools (`throttle-governor sim`): a `rejector`, a
+    `cliff` and a `queueing` target;
+  - the controller (`throttle-governor run`) governing them, one-second
+    windows; the queueing one with a latency bound (p99 <= 25 ms, from the
+    sim's `sim_request_duration_seconds` histogram), so that the latency
+    panel has data;
   - Prometheus (Debian's), from deploy/prometheus/prometheus.yml with the
     scrape target pointed at the controller, 1 s scrape and rule evaluation,
     a temporary data folder, and the rule files of that config.
@@ -159,6 +162,17 @@ class Processes:
             return ""
 
 
+# The queueing sim's base latency is one tick over its attempts per worker
+# (100 ms / 10 = 10 ms): a p99 bound of 2.5 base.
+LATENCY = """
+[targets.latency]
+quantile = 0.99
+bound = "25ms"
+histogram = "sim_request_duration_seconds"
+url = "http://127.0.0.1:{port}/metrics"
+"""
+
+
 def controller_config(listen: int, sims: dict[str, int]) -> str:
     targets = []
     for name, port in sims.items():
@@ -189,7 +203,7 @@ timeout = "1s"
 [targets.control.read_back]
 url = "http://127.0.0.1:{port}/admin/workers"
 json_pointer = "/workers"
-""")
+""" + (LATENCY.format(port=port) if name == "queue" else ""))
     return f'[server]\nlisten = "127.0.0.1:{listen}"\n' + "".join(targets)
 
 
@@ -318,8 +332,8 @@ def main() -> int:
     failures: list[str] = []
     work = tempfile.mkdtemp(prefix="live-prometheus-")
     procs = Processes(work)
-    sims = {"checkout": free_port(), "search": free_port()}
-    models = {"checkout": ("rejector", "120"), "search": ("cliff", "60")}
+    sims = {"checkout": free_port(), "search": free_port(), "queue": free_port()}
+    models = {"checkout": ("rejector", "120"), "search": ("cliff", "60"), "queue": ("queueing", "60")}
     controller, prom_port = free_port(), free_port()
 
     def start_sim(name: str) -> None:

@@ -425,7 +425,7 @@ impl Exporter {
             Event::LatencyBound(b) => {
                 let q = super::metrics::QuantileLabels {
                     target: name.to_string(),
-                    quantile: b.quantile.to_string(),
+                    slo_quantile: b.quantile.to_string(),
                 };
                 m.latency_bound.get_or_create(&q).set(b.bound_secs);
                 m.latency_low.get_or_create(&q).set(b.low_secs);

@@ -102,13 +102,15 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0005, 2.0, 15))
 }
 
-/// `{target, quantile}` of the latency bound's series.
+/// `{target, slo_quantile}` of the latency bound's series. Not `quantile`:
+/// Prometheus reserves that label for summaries, and `promtool check
+/// metrics` rejects it on a gauge.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QuantileLabels {
     /// The target's name.
     pub target: String,
     /// The quantile bounded, as Prometheus writes it: `0.99`.
-    pub quantile: String,
+    pub slo_quantile: String,
 }
 
 /// `target` and a bounded `reason`.

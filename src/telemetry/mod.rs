@@ -291,7 +291,7 @@ impl Telemetry {
             m.window_latency
                 .get_or_create(&QuantileLabels {
                     target: name.to_string(),
-                    quantile: lat.quantile.to_string(),
+                    slo_quantile: lat.quantile.to_string(),
                 })
                 .set(lat.observed.unwrap_or(f64::NAN));
         }
