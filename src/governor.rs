@@ -699,15 +699,7 @@ impl ThrottleGovernor {
 
         let memory_cleared = self.memory_step(frac < p.low, from);
 
-        let raw = decide(
-            frac,
-            from,
-            p.high,
-            p.low,
-            p.floor,
-            p.ceiling,
-            self.state.last_bad,
-        );
+        let raw = self.decide_at(frac, from);
         let decision = p.round(self.exact_up(raw, from), from);
         let signal = self.signal_of(attempts, failures);
         match decision {
@@ -761,6 +753,21 @@ impl ThrottleGovernor {
             self.state.last_bad = None;
         }
         clear
+    }
+
+    /// GOVERNOR.md's step 4 ([`decide`]) at `from`, with this governor's
+    /// parameters and memory.
+    fn decide_at(&self, frac: f64, from: f64) -> Decision {
+        let p = self.params;
+        decide(
+            frac,
+            from,
+            p.high,
+            p.low,
+            p.floor,
+            p.ceiling,
+            self.state.last_bad,
+        )
     }
 
     /// The window behind a decision (`attempts > 0`), with the threshold its

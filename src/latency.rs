@@ -18,7 +18,7 @@
 //! A bucket count that goes down (the tool or target restarted) or a change
 //! of the bucket layout rebases, like a counter reset; a window with no
 //! observations has no quantile. No quantile is never read as "fast": the
-//! governor does not climb on it (see [`crate::governor::latency`]).
+//! governor does not climb on it (see the governor's `latency` module).
 
 /// One cumulative histogram reading: `(le, count)` pairs, sorted by `le`,
 /// the last one `+Inf`. Counts are cumulative over buckets (Prometheus

@@ -9,8 +9,8 @@
 //! exactly (a property test holds it to that).
 //!
 //! What it may touch: only its parent, [`crate::governor`]; no clock and no
-//! I/O. The windowed quantile comes from the caller (`crate::latency` forms
-//! it from the same window as the failure fraction).
+//! I/O. The windowed quantile comes from the caller (the top-level `latency`
+//! module forms it from the same window as the failure fraction).
 //!
 //! # The rules (a window with traffic, latency bound set)
 //! Let `obs` be the window's latency quantile, `bound` the bound and `lat_low`
@@ -42,9 +42,7 @@
 
 use serde::Serialize;
 
-use super::{
-    decide, Decision, HoldReason, Mode, Outcome, Profile, Signal, Threshold, ThrottleGovernor,
-};
+use super::{Decision, HoldReason, Mode, Outcome, Profile, Signal, Threshold, ThrottleGovernor};
 
 /// The default clean level of a latency bound, as a fraction of the bound.
 pub const DEFAULT_LOW_FRACTION: f64 = 0.8;
@@ -172,15 +170,7 @@ impl ThrottleGovernor {
             };
             if fail_breach && f_fail <= f_lat {
                 // Failures are the more severe: GOVERNOR.md's back-off.
-                let raw = decide(
-                    frac,
-                    from,
-                    p.high,
-                    p.low,
-                    p.floor,
-                    p.ceiling,
-                    self.state.last_bad,
-                );
+                let raw = self.decide_at(frac, from);
                 return self.finish_down(raw, from, signal, memory_cleared, lat, false);
             }
             let target = (from * f_lat).max(p.floor);
