@@ -91,18 +91,20 @@ struct Inner {
 }
 
 struct Entry {
-    config: TargetConfig,
+    config: Arc<TargetConfig>,
     cancel: CancellationToken,
     handover: CancellationToken,
     handle: JoinHandle<()>,
 }
 
-fn spawn(task: TargetTask, config: &TargetConfig, parent: &CancellationToken) -> Entry {
+fn spawn(task: TargetTask, parent: &CancellationToken) -> Entry {
     let cancel = parent.child_token();
     let handover = task.lifecycle.handover.clone();
+    // The entry shares the task's config rather than keeping a copy.
+    let config = task.config.clone();
     let handle = tokio::spawn(task.run(cancel.clone()));
     Entry {
-        config: config.clone(),
+        config,
         cancel,
         handover,
         handle,
@@ -191,11 +193,13 @@ impl Roster {
         builder: Builder,
     ) -> Roster {
         let mut entries = BTreeMap::new();
-        let mut tasks = tasks;
+        let mut tasks: BTreeMap<String, TargetTask> = tasks
+            .into_iter()
+            .map(|t| (t.config.name.clone(), t))
+            .collect();
         for t in &config.targets {
-            if let Some(i) = tasks.iter().position(|u| u.config.name == t.name) {
-                let task = tasks.swap_remove(i);
-                entries.insert(t.name.clone(), spawn(task, t, parent));
+            if let Some(task) = tasks.remove(&t.name) {
+                entries.insert(t.name.clone(), spawn(task, parent));
             }
         }
         Roster {
@@ -213,7 +217,7 @@ impl Roster {
     pub async fn reload(&self, new: Config) -> Result<ReloadSummary, ReloadError> {
         let mut inner = self.inner.lock().await;
         let inner = &mut *inner;
-        let old: BTreeMap<String, TargetConfig> = inner
+        let old: BTreeMap<String, Arc<TargetConfig>> = inner
             .entries
             .iter()
             .map(|(k, e)| (k.clone(), e.config.clone()))
@@ -284,7 +288,7 @@ impl Roster {
                     inner.telemetry.set_members(&name, None);
                 }
             }
-            let entry = spawn(task, &t, &inner.parent);
+            let entry = spawn(task, &inner.parent);
             inner.entries.insert(name, entry);
         }
         inner.config = new;
@@ -313,10 +317,9 @@ impl Roster {
 
 /// The state a stopped target leaves: the offer after its last decision.
 fn resume_state(telemetry: &Telemetry, name: &str) -> Option<Resume> {
-    let status = telemetry.statuses().into_iter().find(|s| s.name == name)?;
+    let status = telemetry.status(name)?;
     let current = telemetry
-        .history(name)
-        .last()
+        .last_record(name)
         .map(|r| r.to)
         .unwrap_or(status.offer);
     Some(Resume {

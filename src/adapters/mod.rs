@@ -70,6 +70,7 @@ pub async fn send(
     timeout: Duration,
 ) -> Result<(u16, String), SignalError> {
     let fut = async {
+        let _slot = crate::signal::http::in_flight().await;
         let mut resp = request.send().await.map_err(map_reqwest)?;
         let status = resp.status().as_u16();
         if resp

@@ -116,9 +116,17 @@ pub struct MemberSpec {
 }
 
 impl MemberSpec {
-    /// What identifies the member's signal and control (a change rebuilds it).
-    pub fn fingerprint(&self) -> String {
-        serde_json::to_string(&(&self.signal, &self.control)).unwrap_or_default()
+    /// What identifies the member's signal and control (a change rebuilds
+    /// it): a hash of both, serialized. A hash, not the text, because every
+    /// member keeps its fingerprint for as long as it runs (about 1 kB of
+    /// text each); two different specs share a 64-bit hash with odds of
+    /// about 2^-64.
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let text = serde_json::to_string(&(&self.signal, &self.control)).unwrap_or_default();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        h.finish()
     }
 }
 

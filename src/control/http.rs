@@ -17,6 +17,10 @@ crate::knob_api!(HttpWriter);
 
 /// Longest body kept from an error response, for the log.
 const ERROR_BODY_CHARS: usize = 200;
+
+/// How much of a successful write's answer is read to keep its connection
+/// pooled; a longer answer closes the connection instead.
+const DRAIN_BYTES: usize = 64 * 1024;
 /// Largest read-back body accepted.
 const MAX_READ_BACK_BYTES: usize = 1024 * 1024;
 
@@ -86,9 +90,19 @@ impl HttpWriter {
             .headers(self.headers.clone())
             .body(self.body.replace("{{value}}", &v));
         let fut = async {
-            let resp = request.send().await.map_err(map_err)?;
+            let _slot = crate::signal::http::in_flight().await;
+            let mut resp = request.send().await.map_err(map_err)?;
             let status = resp.status();
             if status.is_success() {
+                // Read the (small) answer to its end, so that the
+                // connection goes back to the pool instead of closing.
+                let mut read = 0;
+                while let Ok(Some(chunk)) = resp.chunk().await {
+                    read += chunk.len();
+                    if read > DRAIN_BYTES {
+                        break;
+                    }
+                }
                 return Ok(());
             }
             let body = resp.text().await.unwrap_or_default();

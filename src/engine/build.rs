@@ -195,7 +195,7 @@ impl Builder {
             .map_err(&err)?;
         Ok(TargetTask {
             latency,
-            config: t.clone(),
+            config: Arc::new(t.clone()),
             params,
             dry_run: self.opts.dry_run,
             state: self.opts.state.clone(),

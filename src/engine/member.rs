@@ -26,7 +26,7 @@ use crate::telemetry::export::{Event, Exporter};
 #[derive(Debug)]
 pub struct MemberIo {
     /// What it was built from (a change rebuilds it).
-    pub fingerprint: String,
+    pub fingerprint: u64,
     /// Where its counters come from.
     pub source: Arc<dyn CounterSource>,
     /// Where its share goes.
@@ -127,7 +127,7 @@ impl Writer {
     }
 }
 
-async fn writer_loop(
+pub(super) async fn writer_loop(
     actuator: Actuator,
     exporter: Exporter,
     member: Option<String>,
@@ -145,7 +145,9 @@ async fn writer_loop(
             continue;
         };
         let t0 = Instant::now();
-        let outcome = actuator.write_confirmed(value).await;
+        // Boxed: the write's future lives only while a write is in flight,
+        // instead of in every idle writer's task.
+        let outcome = Box::pin(actuator.write_confirmed(value)).await;
         let secs = t0.elapsed().as_secs_f64();
         let still_pending = {
             let mut v = lock(&view);

@@ -24,10 +24,11 @@
 pub mod build;
 pub mod discovery;
 pub mod member;
+pub mod members;
 pub mod split;
 pub mod step;
 
-use std::collections::BTreeMap;
+use crate::engine::members::Members;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,7 +75,7 @@ pub struct Resume {
 /// Everything one target's task needs.
 pub struct TargetTask {
     /// The target's config (a group's signal and control are templates).
-    pub config: TargetConfig,
+    pub config: Arc<TargetConfig>,
     /// Its validated governor parameters (a group's are the group's).
     pub params: Params,
     /// Read and decide, never write.
@@ -92,13 +93,17 @@ pub struct TargetTask {
 }
 
 /// A member: its decision state lives in the [`Core`], its I/O here.
-type Ios = BTreeMap<String, MemberIo>;
+type Ios = Members<MemberIo>;
 
 impl TargetTask {
     /// Runs until `cancel` fires, then applies `on_exit` within a bound.
-    pub async fn run(self, cancel: CancellationToken) {
+    ///
+    /// Not an `async fn`: that would keep a second copy of the task beside
+    /// the one `run_inner` holds, 2.5 kB more per target for as long as it
+    /// runs.
+    pub fn run(self, cancel: CancellationToken) -> impl std::future::Future<Output = ()> {
         let span = info_span!("target", target = %self.config.name);
-        self.run_inner(cancel).instrument(span).await
+        self.run_inner(cancel).instrument(span)
     }
 
     fn is_group(&self) -> bool {
@@ -284,9 +289,9 @@ impl TargetTask {
             .filter(|g| !g.file_sd.is_empty() || g.http_sd.is_some())
             .map(|g| Discovery::new(g, self.builder.client()));
         if let Some(d) = discovery.as_mut() {
-            d.refresh(&name).await;
+            Box::pin(d.refresh(&name)).await;
         }
-        let mut ios: Ios = BTreeMap::new();
+        let mut ios: Ios = Members::new();
         let specs = self.specs(discovery.as_ref());
         self.reconcile(&mut core, &mut ios, specs, clock);
         let eff = core.rebalance();
@@ -324,7 +329,7 @@ impl TargetTask {
                 send(&exporter, &ios, core.split_writes(start));
                 let bound = Duration::from_secs(10).max(window);
                 tokio::select! {
-                    _ = wait_idle(&ios, bound) => {}
+                    _ = Box::pin(wait_idle(&ios, bound)) => {}
                     _ = cancel.cancelled() => {}
                 }
             }
@@ -343,11 +348,11 @@ impl TargetTask {
             tokio::select! {
                 _ = cancel.cancelled() => break,
                 _ = ticker.tick() => {}
-                _ = settled(&core, &ios, clock), if rebase_pending => rebase = true,
+                _ = Box::pin(settled(&core, &ios, clock)), if rebase_pending => rebase = true,
             }
             if let Some(d) = discovery.as_mut() {
                 if d.due() {
-                    d.refresh(&name).await;
+                    Box::pin(d.refresh(&name)).await;
                     let specs = self.specs(Some(d));
                     if self.reconcile(&mut core, &mut ios, specs, clock) {
                         core.rebalance();
@@ -367,7 +372,11 @@ impl TargetTask {
                     None => None,
                 }
             };
-            let (reads, latency) = tokio::join!(read_all(&ios, bound), latency);
+            // Boxed, as are the other sub-futures here: a future is as large
+            // as the largest state it awaits, and every target keeps its
+            // task's future for as long as it runs.
+            let (reads, latency) =
+                Box::pin(async { tokio::join!(read_all(&ios, bound), latency) }).await;
             exporter.emit(Event::ReadDuration(t0.elapsed().as_secs_f64()));
             let at = clock.elapsed().as_secs_f64();
             let parsed = Instant::now();
@@ -400,7 +409,7 @@ impl TargetTask {
         // Shutdown: let in-flight writes finish within a bound, then on_exit.
         let grace = Duration::from_secs(2).max(window);
         for io in ios.values_mut() {
-            if !io.writer.finish(grace).await {
+            if !Box::pin(io.writer.finish(grace)).await {
                 warn!(target = %name, "In-flight write abandoned at shutdown");
             }
         }
@@ -411,7 +420,7 @@ impl TargetTask {
         };
         let handover = self.lifecycle.handover.is_cancelled();
         if let (Some(v), false, false) = (exit_value, self.dry_run, handover) {
-            on_exit(&exporter, &core, &ios, v, grace).await;
+            Box::pin(on_exit(&exporter, &core, &ios, v, grace)).await;
         }
     }
 }
@@ -434,7 +443,7 @@ fn send(exporter: &Exporter, ios: &Ios, writes: Vec<(String, f64)>) {
 /// the last write finished: the moment for a new baseline.
 async fn settled(core: &Core, ios: &Ios, clock: Instant) {
     loop {
-        let views: BTreeMap<String, WriterView> = ios
+        let views: Members<WriterView> = ios
             .iter()
             .map(|(n, io)| (n.clone(), io.writer.view()))
             .collect();
@@ -458,12 +467,12 @@ async fn wait_idle(ios: &Ios, bound: Duration) {
 
 /// Reads every member at once; a member that has not answered within
 /// `bound` counts as a timeout.
-async fn read_all(ios: &Ios, bound: Duration) -> BTreeMap<String, MemberRead> {
+async fn read_all(ios: &Ios, bound: Duration) -> Members<MemberRead> {
     type Raw = (
         Result<Counters, SignalError>,
         Option<Result<f64, ControlError>>,
     );
-    let mut befores: BTreeMap<String, WriterView> = BTreeMap::new();
+    let mut befores: Members<WriterView> = Members::new();
     let mut set = JoinSet::new();
     for (name, io) in ios {
         befores.insert(name.clone(), io.writer.view());
@@ -482,7 +491,7 @@ async fn read_all(ios: &Ios, bound: Duration) -> BTreeMap<String, MemberRead> {
         });
     }
     let deadline = Instant::now() + bound;
-    let mut raw: BTreeMap<String, Raw> = BTreeMap::new();
+    let mut raw: Members<Raw> = Members::new();
     while let Ok(Some(joined)) = tokio::time::timeout_at(deadline, set.join_next()).await {
         if let Ok((name, signal, committed)) = joined {
             raw.insert(name, (signal, committed));
@@ -575,5 +584,46 @@ mod tests {
                 .count();
             assert!(n > 50, "decile {decile}: {n}");
         }
+    }
+}
+#[cfg(test)]
+mod size {
+    //! Every target keeps its task's future and its writer's for as long
+    //! as it runs, so their sizes are per-target memory (at 10,000 targets,
+    //! each kilobyte is 10 MB). These bounds fail if a change puts a large
+    //! state back inline (box it instead).
+    use crate::control::Actuator;
+    use crate::telemetry::export::Exporter;
+    use std::future::Future;
+
+    fn size_of_output<A, F: Future>(_: &dyn Fn(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    fn a_target_task_stays_small() {
+        let run = |t: super::TargetTask| t.run(Default::default());
+        let bytes = size_of_output(&run);
+        assert!(bytes <= 6 * 1024, "a target's task future is {bytes} bytes");
+    }
+
+    #[test]
+    fn a_writer_task_stays_small() {
+        let writer = |(a, e): (Actuator, Exporter)| async move {
+            let (_tx, rx) = tokio::sync::watch::channel(None);
+            let clock = tokio::time::Instant::now();
+            super::member::writer_loop(
+                a,
+                e,
+                None,
+                rx,
+                Default::default(),
+                Default::default(),
+                clock,
+            )
+            .await
+        };
+        let bytes = size_of_output(&writer);
+        assert!(bytes <= 1536, "a writer's task future is {bytes} bytes");
     }
 }

@@ -28,7 +28,7 @@
 //! the offer in effect is what the tool reports, and the governor steps
 //! from that.
 
-use std::collections::BTreeMap;
+use crate::engine::members::Members;
 
 use super::split::split;
 use crate::control::{same_offer, ControlError};
@@ -188,7 +188,7 @@ pub struct Core {
     /// The governor.
     pub gov: ThrottleGovernor,
     /// The members, by name.
-    pub members: BTreeMap<String, MemberState>,
+    pub members: Members<MemberState>,
     /// The policies.
     pub policy: Policy,
     loss_invalid: u32,
@@ -252,7 +252,7 @@ impl Core {
         Core {
             advisor,
             gov,
-            members: BTreeMap::new(),
+            members: Members::new(),
             policy,
             loss_invalid: 0,
             loss_lost: false,
@@ -389,7 +389,7 @@ impl Core {
 
     /// When a new baseline may be read after the writes now finished: the
     /// latest `finished_at + lag` over members (None while any is busy).
-    pub fn rebase_at(&self, views: &BTreeMap<String, WriterView>) -> Option<f64> {
+    pub fn rebase_at(&self, views: &Members<WriterView>) -> Option<f64> {
         let mut at = f64::NEG_INFINITY;
         for (name, v) in views {
             if v.busy() {
@@ -404,7 +404,7 @@ impl Core {
     }
 
     /// Folds one round of reads taken at `at` (seconds on the task's clock).
-    pub fn step(&mut self, at: f64, reads: BTreeMap<String, MemberRead>) -> StepOut {
+    pub fn step(&mut self, at: f64, reads: Members<MemberRead>) -> StepOut {
         self.step_with(at, reads, None)
     }
 
@@ -414,7 +414,7 @@ impl Core {
     pub fn step_with(
         &mut self,
         at: f64,
-        mut reads: BTreeMap<String, MemberRead>,
+        mut reads: Members<MemberRead>,
         latency: Option<Result<LatencySample, SignalError>>,
     ) -> StepOut {
         let mut latency = latency;

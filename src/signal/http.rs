@@ -6,6 +6,14 @@
 //! And one redirect policy: a redirect is followed only to the same origin
 //! (scheme, host and port), so a tool cannot send the governor to read
 //! another tool's counters on the same machine.
+//!
+//! And one bound on requests in flight for the whole process
+//! ([`MAX_IN_FLIGHT`], taken by [`in_flight`]): when reads slow down
+//! (a stalled tool, a busy machine), every request that finds no idle
+//! pooled connection opens a new one, each costing buffers and a file
+//! descriptor. Measured at 5,000 targets on one host, a 1.5 s stall grew
+//! the pool to 8,700 connections and the heap to 450 MB. With the bound,
+//! a stall queues requests (within their own timeouts) instead.
 
 use std::time::Duration;
 
@@ -16,6 +24,26 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = crate::config::limits::DEFAULT_MAX_BOD
 
 /// Redirects followed in a row at most.
 pub const MAX_REDIRECTS: usize = 5;
+
+/// Outbound HTTP requests in flight at once, across every target.
+///
+/// A read takes about a millisecond on a healthy tool, so 10,000 targets at
+/// 1 s windows keep a few dozen in flight; the bound only queues requests
+/// when reads slow down, and waiting for it counts against the request's
+/// own timeout.
+pub const MAX_IN_FLIGHT: usize = 256;
+
+static IN_FLIGHT: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_IN_FLIGHT);
+
+/// Waits for one of the [`MAX_IN_FLIGHT`] request slots; hold the permit
+/// until the response body has been read.
+pub async fn in_flight() -> tokio::sync::SemaphorePermit<'static> {
+    // The semaphore is never closed, so acquiring cannot fail.
+    IN_FLIGHT
+        .acquire()
+        .await
+        .unwrap_or_else(|_| unreachable!("the in-flight semaphore is never closed"))
+}
 
 /// Whether a redirect from `from` to `to` stays at the same origin: the same
 /// scheme, host and port (a missing port is the scheme's default).
@@ -48,6 +76,7 @@ pub async fn fetch_text(
     max_bytes: usize,
 ) -> Result<String, SignalError> {
     let fut = async {
+        let _slot = in_flight().await;
         let mut resp = request.send().await.map_err(map_reqwest)?;
         let status = resp.status();
         if !status.is_success() {

@@ -257,6 +257,7 @@ impl PromqlSource {
             .query(&[("query", expr)])
             .headers(self.headers.clone());
         let fut = async {
+            let _slot = super::http::in_flight().await;
             let resp = request.send().await.ok()?;
             let text = resp.text().await.ok()?;
             let v: serde_json::Value = serde_json::from_str(&text).ok()?;

@@ -355,6 +355,18 @@ impl Telemetry {
         lock(&self.status).values().cloned().collect()
     }
 
+    /// One target's status.
+    pub fn status(&self, name: &str) -> Option<TargetStatus> {
+        lock(&self.status).get(name).cloned()
+    }
+
+    /// One target's last window, without copying its history.
+    pub fn last_record(&self, name: &str) -> Option<WindowRecord> {
+        lock(&self.history)
+            .get(name)
+            .and_then(|h| h.back().cloned())
+    }
+
     /// A snapshot of one target's history.
     pub fn history(&self, name: &str) -> Vec<WindowRecord> {
         lock(&self.history)

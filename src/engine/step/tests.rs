@@ -59,8 +59,8 @@ fn read(attempts: f64, failures: f64, offer: f64, w: WriterView) -> MemberRead {
     }
 }
 
-fn one(name: &str, r: MemberRead) -> BTreeMap<String, MemberRead> {
-    BTreeMap::from([(name.to_string(), r)])
+fn one(name: &str, r: MemberRead) -> Members<MemberRead> {
+    Members::from([(name.to_string(), r)])
 }
 
 /// A writer that finished `generation` writes, the last of `value` at `at`.
@@ -358,19 +358,19 @@ fn a_tool_that_stops_pulling_is_signal_loss_and_a_member_down() {
     let ok = |n: f64| read(n, 0.0, 20.0, w);
     g.step(
         1.0,
-        BTreeMap::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]),
+        Members::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]),
     );
     for (i, t) in [3.0, 5.0].into_iter().enumerate() {
         let n = 100.0 * (i as f64 + 1.0);
         g.step(
             t,
-            BTreeMap::from([("a".into(), ok(n)), ("b".into(), gone(n, w))]),
+            Members::from([("a".into(), ok(n)), ("b".into(), gone(n, w))]),
         );
     }
     assert!(!g.members["b"].up, "a member that stopped pulling is down");
     let out = g.step(
         7.0,
-        BTreeMap::from([("a".into(), ok(300.0)), ("b".into(), ok(300.0))]),
+        Members::from([("a".into(), ok(300.0)), ("b".into(), ok(300.0))]),
     );
     assert!(g.members["b"].up);
     assert!(has(&out, |e| matches!(
@@ -446,15 +446,15 @@ fn a_member_down_drops_out_and_its_share_moves() {
     };
     c.step(
         1.0,
-        BTreeMap::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]),
+        Members::from([("a".into(), ok(0.0)), ("b".into(), ok(0.0))]),
     );
     c.step(
         3.0,
-        BTreeMap::from([("a".into(), ok(100.0)), ("b".into(), down())]),
+        Members::from([("a".into(), ok(100.0)), ("b".into(), down())]),
     );
     let out = c.step(
         5.0,
-        BTreeMap::from([("a".into(), ok(200.0)), ("b".into(), down())]),
+        Members::from([("a".into(), ok(200.0)), ("b".into(), down())]),
     );
     assert!(!c.members["b"].up);
     assert!(has(&out, |e| matches!(
