@@ -329,7 +329,7 @@ impl TargetTask {
                 send(&exporter, &ios, core.split_writes(start));
                 let bound = Duration::from_secs(10).max(window);
                 tokio::select! {
-                    _ = Box::pin(wait_idle(&ios, bound)) => {}
+                    _ = wait_idle(&ios, bound) => {}
                     _ = cancel.cancelled() => {}
                 }
             }
@@ -348,7 +348,7 @@ impl TargetTask {
             tokio::select! {
                 _ = cancel.cancelled() => break,
                 _ = ticker.tick() => {}
-                _ = Box::pin(settled(&core, &ios, clock)), if rebase_pending => rebase = true,
+                _ = settled(&core, &ios, clock), if rebase_pending => rebase = true,
             }
             if let Some(d) = discovery.as_mut() {
                 if d.due() {
