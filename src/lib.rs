@@ -45,6 +45,7 @@
 //! | [`replay`] | what-if analysis: recorded windows through the governor |
 //! | [`bench`](mod@bench) | control quality: the governor against AIMD, CUBIC, gradient, findmax and an oracle on the sim models |
 //! | [`sim`] | a simulated load tool and target models with known capacity (demo, tests, benchmarks) |
+#![forbid(unsafe_code)]
 
 pub mod adapters;
 pub mod auth;

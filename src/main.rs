@@ -1,4 +1,5 @@
 //! The `throttle-governor` binary: CLI wiring and exit codes only.
+#![forbid(unsafe_code)]
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -137,11 +138,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         band: args.steady_band,
     };
     let reports = args.report_json.is_some() || args.report_html.is_some();
+    // History is read only by the report and the steady-state rule; a plain
+    // run keeps each target's last window (a reload resumes from it), so
+    // memory per target stays small with many targets.
     let history_limit = if reports {
         throttle_governor::telemetry::HISTORY_LIMIT
-    } else {
+    } else if args.until_steady {
         args.steady_windows
             .max(throttle_governor::telemetry::SHORT_HISTORY)
+    } else {
+        1
     };
     let running = supervisor::start(
         &config,
@@ -153,6 +159,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         None,
     )
     .await?;
+    // Each task holds its own target's config; this copy is not needed.
+    drop(config);
     let cancel = CancellationToken::new();
     let c = cancel.clone();
     tokio::spawn(async move {
@@ -171,12 +179,13 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         after: args.max_duration,
     };
     running.wait(stop, &cancel).await;
-    let report = running.report(&rule);
+    // Built only when asked for: it copies every target's history.
+    let report = (args.until_steady || reports).then(|| running.report(&rule));
     running.shutdown(Duration::from_secs(10)).await;
-    if args.until_steady || args.report_json.is_some() || args.report_html.is_some() {
+    if let Some(report) = report {
         logging::stderr_text(&report.to_text());
+        report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     }
-    report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     Ok(())
 }
 

@@ -83,7 +83,10 @@ pub struct Roster {
 }
 
 struct Inner {
-    config: Config,
+    /// The running listen address (a reload cannot move it). Only this is
+    /// kept of the config: each task holds its own target's config, and a
+    /// second copy of every target costs memory at scale.
+    listen: std::net::SocketAddr,
     entries: BTreeMap<String, Entry>,
     parent: CancellationToken,
     telemetry: Arc<Telemetry>,
@@ -204,7 +207,7 @@ impl Roster {
         }
         Roster {
             inner: Arc::new(tokio::sync::Mutex::new(Inner {
-                config: config.clone(),
+                listen: config.server.listen,
                 entries,
                 parent: parent.clone(),
                 telemetry: builder.telemetry().clone(),
@@ -248,7 +251,7 @@ impl Roster {
             .telemetry
             .pull
             .configure(pull_token, new.server.pull.max_clients);
-        if new.server.listen != inner.config.server.listen {
+        if new.server.listen != inner.listen {
             warn!(
                 "server.listen changed to {}; restart the controller to apply it",
                 new.server.listen
@@ -256,8 +259,10 @@ impl Roster {
         }
 
         // Removed targets: stop with on_exit, then forget them.
+        let kept: std::collections::BTreeSet<&str> =
+            new.targets.iter().map(|t| t.name.as_str()).collect();
         for name in old.keys() {
-            if !new.targets.iter().any(|t| &t.name == name) {
+            if !kept.contains(name.as_str()) {
                 if let Some(e) = inner.entries.remove(name) {
                     e.stop(false).await;
                 }
@@ -291,7 +296,6 @@ impl Roster {
             let entry = spawn(task, &inner.parent);
             inner.entries.insert(name, entry);
         }
-        inner.config = new;
         Ok(summary)
     }
 

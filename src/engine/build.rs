@@ -173,19 +173,14 @@ impl Builder {
                 .collect::<Vec<_>>()
                 .join("; "))
         })?;
+        // A single target's one member is made from its config when it is
+        // built (kept, it would be one more copy of the config per target).
         let static_specs = if t.is_group() {
             static_members(t).map_err(&err)?
         } else {
-            let one = MemberSpec {
-                name: t.name.clone(),
-                address: None,
-                weight: 1.0,
-                signal: t.signal.clone(),
-                control: t.control.clone(),
-            };
             // A single target must build: fail now, not in the loop.
-            self.member(t, &one).map_err(&err)?;
-            vec![one]
+            self.member(t, &single_member(t)).map_err(&err)?;
+            Vec::new()
         };
         let latency = t
             .latency
@@ -204,6 +199,17 @@ impl Builder {
             exporter: Exporter::new(self.telemetry.clone(), &t.name, t.knob, self.opts.dry_run),
             static_specs,
         })
+    }
+}
+
+/// A single target's one member: its own signal and control.
+pub(super) fn single_member(t: &TargetConfig) -> MemberSpec {
+    MemberSpec {
+        name: t.name.clone(),
+        address: None,
+        weight: 1.0,
+        signal: t.signal.clone(),
+        control: t.control.clone(),
     }
 }
 

@@ -86,7 +86,8 @@ pub struct TargetTask {
     pub lifecycle: Lifecycle,
     builder: Builder,
     exporter: Exporter,
-    /// Members listed in the config (a single target's one member).
+    /// A group's members listed in the config (empty for a single target,
+    /// whose one member is made from `config` when needed).
     static_specs: Vec<MemberSpec>,
     /// Where the latency bound's quantile is read, when one is set.
     latency: Option<Arc<dyn crate::signal::latency::LatencySource>>,
@@ -112,6 +113,9 @@ impl TargetTask {
 
     /// Every wanted member spec: the static ones, then the discovered ones.
     fn specs(&self, discovery: Option<&Discovery>) -> Vec<MemberSpec> {
+        if !self.is_group() {
+            return vec![build::single_member(&self.config)];
+        }
         let mut specs = self.static_specs.clone();
         let weight_label = self
             .config

@@ -565,15 +565,19 @@ impl<'s> Lexer<'s> {
             let value = self.string()?;
             let regex = match op {
                 MatchOp::Regex | MatchOp::NotRegex => {
-                    // Checked alone first, so that an unbalanced `a)|(b`
-                    // cannot escape the anchors once wrapped.
-                    let anchored = Regex::new(&value)
-                        .and_then(|_| Regex::new(&format!("^(?s:{value})$")))
-                        .map_err(|e| SelectorError::Regex {
-                            label: label.clone(),
-                            column: self.column_at(value_at),
-                            reason: regex_reason(&e),
-                        })?;
+                    // Parsed alone first, so that an unbalanced `a)|(b`
+                    // cannot escape the anchors once wrapped. A parse, not
+                    // a compile: only the anchored form is compiled.
+                    let reject = |e: &dyn std::fmt::Display| SelectorError::Regex {
+                        label: label.clone(),
+                        column: self.column_at(value_at),
+                        reason: regex_reason(e),
+                    };
+                    regex_syntax::ast::parse::Parser::new()
+                        .parse(&value)
+                        .map_err(|e| reject(&e))?;
+                    let anchored =
+                        Regex::new(&format!("^(?s:{value})$")).map_err(|e| reject(&e))?;
                     Some(anchored)
                 }
                 MatchOp::Equal | MatchOp::NotEqual => None,
@@ -750,7 +754,7 @@ fn printable_str(s: &str) -> String {
 }
 
 /// The regex engine's message without its multi-line source diagram.
-fn regex_reason(error: &regex::Error) -> String {
+fn regex_reason(error: &dyn std::fmt::Display) -> String {
     let text = error.to_string();
     text.lines()
         .rev()

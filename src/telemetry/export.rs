@@ -20,7 +20,9 @@ use std::sync::Arc;
 use tracing::{debug, error, info, warn};
 
 use super::logging::{log_memory_clear, log_movement, offer};
-use super::metrics::{label, ErrorLabels, MemberLabels, PullLabels, WriteLabels};
+use super::metrics::{
+    label, ErrorLabels, MemberLabels, Name, PullLabels, TargetLabel, WriteLabels,
+};
 use super::{MemberStatus, TargetStatus, Telemetry};
 use crate::control::{ControlError, WriteOutcome};
 use crate::governor::{Control, HoldReason, Outcome, Params, Profile};
@@ -252,7 +254,8 @@ pub enum MemberChange {
 #[derive(Debug, Clone)]
 pub struct Exporter {
     tel: Arc<Telemetry>,
-    name: String,
+    /// The target's name, shared with its series' labels.
+    name: Name,
     knob: Control,
     dry_run: bool,
 }
@@ -262,7 +265,7 @@ impl Exporter {
     pub fn new(tel: Arc<Telemetry>, name: &str, knob: Control, dry_run: bool) -> Self {
         Exporter {
             tel,
-            name: name.to_string(),
+            name: name.into(),
             knob,
             dry_run,
         }
@@ -276,7 +279,7 @@ impl Exporter {
     fn who(&self, member: &Option<String>) -> String {
         match member {
             Some(m) => format!("{}: instance {m}", self.name),
-            None => self.name.clone(),
+            None => self.name.to_string(),
         }
     }
 
@@ -313,7 +316,9 @@ impl Exporter {
         let knob = self.knob;
         let tel = &self.tel;
         let m = &tel.metrics;
-        let l = label(name);
+        let l = TargetLabel {
+            target: self.name.clone(),
+        };
         match event {
             Event::Started {
                 params: p,
@@ -382,7 +387,14 @@ impl Exporter {
                 } else if outcome.reason != Some(HoldReason::CounterReset) {
                     m.signal_up.get_or_create(&l).set(1.0);
                 }
-                tel.export_outcome(name, &outcome, at, window_secs, unconfirmed, in_effect);
+                tel.export_outcome(
+                    &self.name,
+                    &outcome,
+                    at,
+                    window_secs,
+                    unconfirmed,
+                    in_effect,
+                );
                 if outcome.memory_cleared {
                     log_memory_clear(name, knob, outcome.from);
                 }
@@ -399,7 +411,7 @@ impl Exporter {
             Event::Discarded { member, reason } => {
                 m.windows_discarded
                     .get_or_create(&super::metrics::ReasonLabels {
-                        target: name.to_string(),
+                        target: name.into(),
                         reason,
                     })
                     .inc();
@@ -424,7 +436,7 @@ impl Exporter {
             }
             Event::LatencyBound(b) => {
                 let q = super::metrics::QuantileLabels {
-                    target: name.to_string(),
+                    target: name.into(),
                     slo_quantile: b.quantile.to_string(),
                 };
                 m.latency_bound.get_or_create(&q).set(b.bound_secs);
@@ -433,7 +445,7 @@ impl Exporter {
                 for error_type in ["counter_reset", "timeout", "connect", "missing_series"] {
                     m.latency_errors
                         .get_or_create(&super::metrics::ErrorLabels {
-                            target: name.to_string(),
+                            target: name.into(),
                             error_type,
                         })
                         .inc_by(0);
@@ -557,7 +569,7 @@ impl Exporter {
             Event::Members(statuses) => {
                 for s in &statuses {
                     let ml = MemberLabels {
-                        target: name.to_string(),
+                        target: name.into(),
                         member: s.name.clone(),
                     };
                     m.member_up

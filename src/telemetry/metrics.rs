@@ -8,13 +8,58 @@
 //! has no congestion memory (the series stays present so dashboards and
 //! alerts can rely on it).
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::fmt::Write as _;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// A target's name as a label value. Shared: a target's hundred or so
+/// series point at one copy of its name instead of holding a `String`
+/// each (4 kB per target, 40 MB at 10,000 targets).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Name(Arc<str>);
+
+impl Name {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Self {
+        Name(Arc::from(s))
+    }
+}
+
+impl From<String> for Name {
+    fn from(s: String) -> Self {
+        Name(Arc::from(s))
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl EncodeLabelValue for Name {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(&self.0)
+    }
+}
 
 type GaugeF = Gauge<f64, AtomicU64>;
 type CounterF = Counter<f64, AtomicU64>;
@@ -23,14 +68,14 @@ type CounterF = Counter<f64, AtomicU64>;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TargetLabel {
     /// The target's configured name.
-    pub target: String,
+    pub target: Name,
 }
 
 /// `{target, decision, mode, reason}`
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DecisionLabels {
     /// The target's configured name.
-    pub target: String,
+    pub target: Name,
     /// `up`, `down` or `hold`.
     pub decision: &'static str,
     /// The movement's mode, or `none` on hold.
@@ -43,7 +88,7 @@ pub struct DecisionLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ErrorLabels {
     /// The target's configured name.
-    pub target: String,
+    pub target: Name,
     /// A bounded error class.
     pub error_type: &'static str,
 }
@@ -52,7 +97,7 @@ pub struct ErrorLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WriteLabels {
     /// The target's configured name.
-    pub target: String,
+    pub target: Name,
     /// `confirmed`, `failed` or `unconfirmed`.
     pub result: &'static str,
 }
@@ -78,7 +123,7 @@ pub struct PullLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct MemberLabels {
     /// The group's target name.
-    pub target: String,
+    pub target: Name,
     /// The member's name (its address by default).
     pub member: String,
 }
@@ -108,7 +153,7 @@ fn duration_histogram() -> Histogram {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QuantileLabels {
     /// The target's name.
-    pub target: String,
+    pub target: Name,
     /// The quantile bounded, as Prometheus writes it: `0.99`.
     pub slo_quantile: String,
 }
@@ -117,7 +162,7 @@ pub struct QuantileLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabels {
     /// The target's name.
-    pub target: String,
+    pub target: Name,
     /// A bounded reason label.
     pub reason: &'static str,
 }
@@ -593,7 +638,11 @@ impl Metrics {
 
     /// Sets the static gauges of one target.
     pub fn init_target(&self, target: &str, floor: f64, ceiling: f64, high: f64, start: f64) {
-        let l = label(target);
+        // One copy of the name, shared by every series of the target.
+        let name = Name::from(target);
+        let l = TargetLabel {
+            target: name.clone(),
+        };
         self.floor.get_or_create(&l).set(floor);
         self.ceiling.get_or_create(&l).set(ceiling);
         self.failure_bound.get_or_create(&l).set(high);
@@ -617,28 +666,30 @@ impl Metrics {
         self.outside_writer_conflict.get_or_create(&l).set(0.0);
         self.windows_discarded
             .get_or_create(&ReasonLabels {
-                target: target.to_string(),
+                target: name.clone(),
                 reason: "offer_change",
             })
             .inc_by(0);
         for result in ["confirmed", "failed", "unconfirmed"] {
             self.writes
                 .get_or_create(&WriteLabels {
-                    target: target.to_string(),
+                    target: name.clone(),
                     result,
                 })
                 .inc_by(0);
         }
-        self.init_bounded_series(target);
+        self.init_bounded_series(&name);
     }
 
     /// Every bounded label set of a target's counters and histograms at 0,
     /// so that every dashboard query and alert has data from the first
     /// scrape ("0 errors", not "no data").
-    fn init_bounded_series(&self, target: &str) {
-        let l = label(target);
+    fn init_bounded_series(&self, name: &Name) {
+        let l = TargetLabel {
+            target: name.clone(),
+        };
         let errors = |error_type| ErrorLabels {
-            target: target.to_string(),
+            target: name.clone(),
             error_type,
         };
         for &t in SIGNAL_ERROR_TYPES {
@@ -650,7 +701,7 @@ impl Metrics {
         for &(decision, mode, reason) in DECISIONS {
             self.decisions
                 .get_or_create(&DecisionLabels {
-                    target: target.to_string(),
+                    target: name.clone(),
                     decision,
                     mode,
                     reason,
@@ -664,7 +715,7 @@ impl Metrics {
     /// Removes the series of [`Self::init_bounded_series`].
     fn remove_bounded_series(&self, target: &str) {
         let errors = |error_type| ErrorLabels {
-            target: target.to_string(),
+            target: target.into(),
             error_type,
         };
         for &t in SIGNAL_ERROR_TYPES {
@@ -675,7 +726,7 @@ impl Metrics {
         }
         for &(decision, mode, reason) in DECISIONS {
             self.decisions.remove(&DecisionLabels {
-                target: target.to_string(),
+                target: target.into(),
                 decision,
                 mode,
                 reason,
@@ -709,7 +760,7 @@ impl Metrics {
         self.invalid_readings.remove(&l);
         self.outside_writer_conflict.remove(&l);
         self.windows_discarded.remove(&ReasonLabels {
-            target: target.to_string(),
+            target: target.into(),
             reason: "offer_change",
         });
         self.tool_restarts.remove(&l);
@@ -795,7 +846,7 @@ pub fn openmetrics_to_prometheus(text: &str) -> String {
 /// The `{target}` label set.
 pub fn label(target: &str) -> TargetLabel {
     TargetLabel {
-        target: target.to_string(),
+        target: target.into(),
     }
 }
 

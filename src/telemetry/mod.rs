@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::governor::{HoldReason, Outcome};
-use metrics::{label, DecisionLabels, QuantileLabels};
+use metrics::{DecisionLabels, QuantileLabels};
 
 pub use metrics::Metrics;
 
@@ -33,7 +33,8 @@ pub use metrics::Metrics;
 /// targets.
 pub const HISTORY_LIMIT: usize = 10_000;
 
-/// Windows kept per target when no report is asked for.
+/// Windows kept per target under `--until-steady` with no report (enough
+/// for the steady-state rule); a plain `run` keeps one.
 pub const SHORT_HISTORY: usize = 64;
 
 /// One window, as recorded for reports.
@@ -71,6 +72,74 @@ pub struct WindowRecord {
     /// Whether latency drove the decision (latency bound only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency_drove: bool,
+}
+
+/// A [`WindowRecord`] as a target's history keeps it: 104 bytes instead of
+/// 144, because every target keeps [`SHORT_HISTORY`] of them for as long as
+/// it runs (at 10,000 targets the difference is 25 MB). An absent value is
+/// kept as NaN, so a present NaN reads back as absent (no producer makes
+/// one: fractions and quantiles are finite or absent).
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    time_secs: f64,
+    offer: f64,
+    to: f64,
+    attempts: f64,
+    failures: f64,
+    frac: f64,
+    window_secs: f64,
+    latency_secs: f64,
+    decision: &'static str,
+    label: &'static str,
+    /// [`Kept::DISCARDED`], [`Kept::UNCONFIRMED`], [`Kept::LATENCY_DROVE`].
+    flags: u8,
+}
+
+impl Kept {
+    const DISCARDED: u8 = 1;
+    const UNCONFIRMED: u8 = 2;
+    const LATENCY_DROVE: u8 = 4;
+
+    fn record(&self) -> WindowRecord {
+        let back = |x: f64| (!x.is_nan()).then_some(x);
+        WindowRecord {
+            time_secs: self.time_secs,
+            offer: self.offer,
+            attempts: back(self.attempts),
+            failures: back(self.failures),
+            frac: back(self.frac),
+            window_secs: back(self.window_secs),
+            decision: self.decision,
+            to: self.to,
+            label: self.label,
+            discarded: self.flags & Kept::DISCARDED != 0,
+            unconfirmed: self.flags & Kept::UNCONFIRMED != 0,
+            latency_secs: back(self.latency_secs),
+            latency_drove: self.flags & Kept::LATENCY_DROVE != 0,
+        }
+    }
+}
+
+impl From<WindowRecord> for Kept {
+    fn from(r: WindowRecord) -> Self {
+        let nan = |x: Option<f64>| x.unwrap_or(f64::NAN);
+        let flag = |set: bool, bit: u8| if set { bit } else { 0 };
+        Kept {
+            time_secs: r.time_secs,
+            offer: r.offer,
+            to: r.to,
+            attempts: nan(r.attempts),
+            failures: nan(r.failures),
+            frac: nan(r.frac),
+            window_secs: nan(r.window_secs),
+            latency_secs: nan(r.latency_secs),
+            decision: r.decision,
+            label: r.label,
+            flags: flag(r.discarded, Kept::DISCARDED)
+                | flag(r.unconfirmed, Kept::UNCONFIRMED)
+                | flag(r.latency_drove, Kept::LATENCY_DROVE),
+        }
+    }
 }
 
 /// The live state of one target, for `/api/v1/targets`.
@@ -164,7 +233,7 @@ pub struct Telemetry {
     /// Exported metrics.
     pub metrics: Metrics,
     status: Mutex<BTreeMap<String, TargetStatus>>,
-    history: Mutex<BTreeMap<String, VecDeque<WindowRecord>>>,
+    history: Mutex<BTreeMap<String, VecDeque<Kept>>>,
     history_limit: usize,
     /// The push endpoint's state (`kind = "push"` signals).
     pub push: crate::signal::push::PushStore,
@@ -223,7 +292,7 @@ impl Telemetry {
         for gone in old.unwrap_or_default() {
             if !keep.contains(&gone.name) {
                 let l = metrics::MemberLabels {
-                    target: name.to_string(),
+                    target: name.into(),
                     member: gone.name,
                 };
                 self.metrics.member_offer.remove(&l);
@@ -250,7 +319,7 @@ impl Telemetry {
             while h.len() >= self.history_limit {
                 h.pop_front();
             }
-            h.push_back(record);
+            h.push_back(Kept::from(record));
         }
     }
 
@@ -258,7 +327,7 @@ impl Telemetry {
     /// status, and its history. Shared by single targets and groups.
     pub fn export_outcome(
         &self,
-        name: &str,
+        target: &metrics::Name,
         o: &Outcome,
         at: f64,
         window_secs: f64,
@@ -270,10 +339,13 @@ impl Telemetry {
         // pending or unconfirmed.
         let ran_at = in_effect.unwrap_or(o.from);
         let m = &tel.metrics;
-        let l = label(name);
+        let name = target.as_str();
+        let l = metrics::TargetLabel {
+            target: target.clone(),
+        };
         m.decisions
             .get_or_create(&DecisionLabels {
-                target: name.to_string(),
+                target: target.clone(),
                 decision: o.decision_str(),
                 mode: o.mode.map(|m| m.as_str()).unwrap_or("none"),
                 reason: o.reason.map(|r| r.as_str()).unwrap_or("none"),
@@ -290,7 +362,7 @@ impl Telemetry {
         if let Some(lat) = o.latency {
             m.window_latency
                 .get_or_create(&QuantileLabels {
-                    target: name.to_string(),
+                    target: target.clone(),
                     slo_quantile: lat.quantile.to_string(),
                 })
                 .set(lat.observed.unwrap_or(f64::NAN));
@@ -364,14 +436,14 @@ impl Telemetry {
     pub fn last_record(&self, name: &str) -> Option<WindowRecord> {
         lock(&self.history)
             .get(name)
-            .and_then(|h| h.back().cloned())
+            .and_then(|h| h.back().map(Kept::record))
     }
 
     /// A snapshot of one target's history.
     pub fn history(&self, name: &str) -> Vec<WindowRecord> {
         lock(&self.history)
             .get(name)
-            .map(|h| h.iter().cloned().collect())
+            .map(|h| h.iter().map(Kept::record).collect())
             .unwrap_or_default()
     }
 
@@ -417,4 +489,52 @@ impl TargetStatus {
 /// plain status values, always consistent between statements).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Kept, WindowRecord};
+
+    fn record(present: bool, flags: bool) -> WindowRecord {
+        let some = |x: f64| present.then_some(x);
+        WindowRecord {
+            time_secs: 12.5,
+            offer: 182.01600000000002,
+            attempts: some(300.0),
+            failures: some(7.0),
+            frac: some(7.0 / 300.0),
+            window_secs: some(0.1),
+            decision: "down",
+            to: 1e-300,
+            label: "backing-off",
+            discarded: flags,
+            unconfirmed: !flags,
+            latency_secs: some(0.3),
+            latency_drove: flags,
+        }
+    }
+
+    #[test]
+    fn a_kept_window_reads_back_as_it_was_recorded() {
+        for present in [true, false] {
+            for flags in [true, false] {
+                let r = record(present, flags);
+                let back = Kept::from(r.clone()).record();
+                assert_eq!(
+                    serde_json::to_value(&back).unwrap(),
+                    serde_json::to_value(&r).unwrap(),
+                    "present {present}, flags {flags}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_kept_window_is_smaller_than_a_record() {
+        let (kept, full) = (size_of::<Kept>(), size_of::<WindowRecord>());
+        assert!(
+            kept <= 104 && kept < full,
+            "kept {kept} bytes, record {full}"
+        );
+    }
 }
