@@ -411,7 +411,7 @@ impl Exporter {
             Event::Discarded { member, reason } => {
                 m.windows_discarded
                     .get_or_create(&super::metrics::ReasonLabels {
-                        target: name.into(),
+                        target: self.name.clone(),
                         reason,
                     })
                     .inc();
@@ -436,7 +436,7 @@ impl Exporter {
             }
             Event::LatencyBound(b) => {
                 let q = super::metrics::QuantileLabels {
-                    target: name.into(),
+                    target: self.name.clone(),
                     slo_quantile: b.quantile.to_string(),
                 };
                 m.latency_bound.get_or_create(&q).set(b.bound_secs);
@@ -445,7 +445,7 @@ impl Exporter {
                 for error_type in ["counter_reset", "timeout", "connect", "missing_series"] {
                     m.latency_errors
                         .get_or_create(&super::metrics::ErrorLabels {
-                            target: name.into(),
+                            target: self.name.clone(),
                             error_type,
                         })
                         .inc_by(0);
@@ -569,7 +569,7 @@ impl Exporter {
             Event::Members(statuses) => {
                 for s in &statuses {
                     let ml = MemberLabels {
-                        target: name.into(),
+                        target: self.name.clone(),
                         member: s.name.clone(),
                     };
                     m.member_up
