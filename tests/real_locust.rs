@@ -36,7 +36,10 @@ async fn locust_run(workers: usize, profile: &str) {
     let (window, settle, tail) = if workers == 0 {
         ("3s", 60, 30)
     } else {
-        ("5s", 75, 35)
+        // A master's probe at the wall lasts its lag and a window (about
+        // 10 s, against 5 s for one process): the run needs longer for its
+        // share of failed attempts to show more than the first probe.
+        ("5s", 100, 35)
     };
     let web = &locust.web;
     let config = format!(
@@ -60,8 +63,8 @@ url = "{web}"
         settle: settle_for(profile, settle),
         tail: Duration::from_secs(tail),
         // 5 s windows and 5 s of lag on a master: each step takes about
-        // 10 s, so the run needs a minute more to show two cycles.
-        deadline: t0 + RUN_LIMIT + Duration::from_secs(if workers == 0 { 0 } else { 60 }),
+        // 10 s, so the run needs two minutes more.
+        deadline: t0 + RUN_LIMIT + Duration::from_secs(if workers == 0 { 0 } else { 120 }),
     };
     let m = govern(&label, &config, "locust", &target, watch).await;
     assert!(locust.all_running(), "Locust died:\n{}", locust.tails());

@@ -92,6 +92,17 @@
 //!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`]; reason
 //!   `dwelling`). A probe that stays clean, or a memory clear, resets the
 //!   wait to one.
+//! - **A probe pays for itself.** After a failed additive probe, the next
+//!   probe from where it started (or higher) waits, besides, until the clean
+//!   attempts since the return carry the failed probe's failures at a share
+//!   of `high`: `failures / high` of them
+//!   (at most [`MAX_COST_DWELL`] clean verdicts). Over time, probing a wall
+//!   then costs about `high` of the attempts, whatever the wall's shape: a
+//!   probe on a smooth knee fails a few attempts and waits a window or two;
+//!   one past a fast-failing wall (a rejection returns 20 times faster than
+//!   a served request, so one offer over the wall fails about 60 % of the
+//!   attempts) waits tens of windows. A clean probe from there or higher,
+//!   or a memory clear, forgets the cost.
 //!
 //! **After a memory clear**, an Up adds [`REPROBE_START`] (25 %) of the
 //! offer at which the memory cleared, and the increment doubles with every
@@ -116,6 +127,9 @@ pub const EVIDENCE_ALPHA: f64 = 0.01;
 pub const REPROBE_START: f64 = 0.25;
 /// The most consecutive clean verdicts an additive probe waits for.
 pub const MAX_DWELL: u32 = 32;
+/// The most clean verdicts a failed probe's cost makes a probe back to its
+/// offer wait for.
+pub const MAX_COST_DWELL: u32 = 64;
 /// The Down after a non-additive Up whose first verdict is in the dead
 /// band: the default's smallest back-off factor.
 pub const BAND_BACK_OFF: f64 = 0.9;
@@ -184,6 +198,12 @@ pub struct RobustState {
     band_run: u32,
     /// Clean verdicts the next additive probe waits for.
     dwell: u32,
+    /// Attempts of the clean verdicts at the current offer.
+    clean_attempts: f64,
+    /// The last failed additive probe: the offer it started from, and the
+    /// clean attempts a probe from there (or higher) waits for: its
+    /// failures over `high`.
+    owed: Option<(f64, f64)>,
 }
 
 impl Default for RobustState {
@@ -210,6 +230,8 @@ impl Default for RobustState {
             calm_run: 0,
             band_run: 0,
             dwell: 1,
+            clean_attempts: 0.0,
+            owed: None,
         }
     }
 }
@@ -229,6 +251,7 @@ impl RobustState {
         self.offer_failures = 0.0;
         self.offer_len = 0;
         self.clean_run = 0;
+        self.clean_attempts = 0.0;
     }
 
     fn probe_failed(&mut self) {
@@ -412,6 +435,7 @@ impl ThrottleGovernor {
                 evidence,
             } => (judgement, evidence),
         };
+        let pooled = self.robust.pool_attempts;
         self.robust.empty_pool();
         let frac = judgement.frac();
         let signal = Signal {
@@ -432,8 +456,16 @@ impl ThrottleGovernor {
             self.robust.in_episode = false;
             self.robust.last_clean = Some(from);
             self.robust.clean_run += 1;
+            self.robust.clean_attempts += pooled;
             if additive_from.is_some() {
                 self.robust.dwell = 1;
+                // A clean probe from where the failed one started: the wall
+                // moved.
+                if let (Some(start), Some((at, _))) = (additive_from, self.robust.owed) {
+                    if self.at_or_above(start, at) {
+                        self.robust.owed = None;
+                    }
+                }
             }
         }
         let steady = self.robust.calm_run;
@@ -461,6 +493,7 @@ impl ThrottleGovernor {
                 memory_cleared = true;
                 self.robust.reprobe = Some((REPROBE_START * from).max(1.0));
                 self.robust.dwell = 1;
+                self.robust.owed = None;
             }
         }
 
@@ -473,6 +506,9 @@ impl ThrottleGovernor {
             Decision::Down(to) => {
                 if additive_from.is_some() {
                     self.robust.probe_failed();
+                    // What the probe cost: the failures at its offer.
+                    let cost = self.robust.offer_failures.max(signal.failures);
+                    self.robust.owed = additive_from.map(|start| (start, cost / p.high));
                 }
                 // Within one congestion episode, `last_bad` keeps the
                 // highest offer that saw it: a later Down of the same
@@ -745,10 +781,19 @@ impl ThrottleGovernor {
                     safe = safe.min(clean.max(p.floor));
                 }
                 let fast = (from * 1.5).min(safe);
+                let probe = from + (0.02 * bad).max(1.0);
+                // A probe back up to an offer that failed waits until it
+                // has paid for the last one.
+                let paid = match r.owed {
+                    Some((at, owed)) if self.at_or_above(from, at) => {
+                        r.clean_attempts >= owed || r.clean_run >= MAX_COST_DWELL
+                    }
+                    _ => true,
+                };
                 if fast > from {
                     (fast, Move::Plain)
-                } else if r.clean_run >= r.dwell {
-                    (from + (0.02 * bad).max(1.0), Move::Additive)
+                } else if r.clean_run >= r.dwell && paid {
+                    (probe, Move::Additive)
                 } else {
                     return (Decision::Hold, Move::Plain);
                 }

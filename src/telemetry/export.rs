@@ -326,7 +326,7 @@ impl Exporter {
                 dry_run,
                 lag,
             } => {
-                m.init_target(name, p.floor, p.ceiling, p.high, p.start);
+                m.init_target(&self.name, p.floor, p.ceiling, p.high, p.start);
                 let mut status = TargetStatus::initial(name, &p, dry_run);
                 status.profile = profile.as_str();
                 status.signal_lag = lag;

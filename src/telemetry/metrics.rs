@@ -637,9 +637,10 @@ impl Metrics {
     }
 
     /// Sets the static gauges of one target.
-    pub fn init_target(&self, target: &str, floor: f64, ceiling: f64, high: f64, start: f64) {
-        // One copy of the name, shared by every series of the target.
-        let name = Name::from(target);
+    pub fn init_target(&self, target: &Name, floor: f64, ceiling: f64, high: f64, start: f64) {
+        // One copy of the name, shared by every series of the target (and
+        // its exporter).
+        let name = target.clone();
         let l = TargetLabel {
             target: name.clone(),
         };

@@ -425,3 +425,70 @@ fn the_default_profile_never_touches_the_robust_layer() {
     assert_eq!(d.robust, RobustState::default());
     assert_eq!(d.profile(), Profile::Default);
 }
+
+/// Probes to 102.08 from 100 and fails it with `failed` of 1000 attempts:
+/// back at 100, past the settle window.
+fn after_a_failed_probe(failed: f64) -> ThrottleGovernor {
+    let mut g = robust(100.0, Some(104.0));
+    assert_to(&g.step(1000.0, 0.0), "up", 102.08);
+    assert_to(&g.step(1000.0, failed), "down", 100.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    g
+}
+
+#[test]
+fn a_probe_past_a_fast_failing_wall_waits_until_it_has_paid_for_itself() {
+    // 600 of 1000 failed (a wall whose rejections come back fast): the next
+    // probe to that offer waits for 600 / high = 12,000 clean attempts, 12
+    // verdicts of 1000, not the 2 of the doubling dwell alone.
+    let mut g = after_a_failed_probe(600.0);
+    // (The doubling dwell alone would probe at the second.)
+    for _ in 1..12 {
+        assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+    }
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0 + 0.02 * 102.08);
+    // A probe on a knee that fails a few attempts pays in one verdict, so
+    // only the doubling dwell (2) holds it.
+    let mut g = after_a_failed_probe(30.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0 + 0.02 * 102.08);
+}
+
+#[test]
+fn a_failed_probes_cost_waits_at_most_max_cost_dwell_verdicts() {
+    // 600 failed: 12,000 clean attempts owed, and verdicts of 100 attempts
+    // would take 120 of them.
+    let mut g = after_a_failed_probe(600.0);
+    for _ in 1..MAX_COST_DWELL {
+        assert_hold(&g.step(100.0, 0.0), HoldReason::Dwelling);
+    }
+    assert_to(&g.step(100.0, 0.0), "up", 100.0 + 0.02 * 102.08);
+}
+
+#[test]
+fn a_failed_probes_cost_holds_no_probe_below_its_offer() {
+    let mut g = after_a_failed_probe(600.0);
+    // The tool runs 90 now: a probe from below where the failed probe
+    // started (100) is held by the doubling dwell (2 clean verdicts) only.
+    g.set_current(90.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+    assert_to(&g.step(1000.0, 0.0), "up", 92.0416);
+}
+
+#[test]
+fn a_memory_clear_forgets_a_failed_probes_cost() {
+    let mut g = after_a_failed_probe(600.0);
+    // Clean at last_bad (102.08) and above clears the memory; the offer
+    // came back there from outside.
+    g.set_current(102.08);
+    let mut cleared = false;
+    for _ in 0..20 {
+        let o = g.step(1000.0, 0.0);
+        if o.memory_cleared {
+            cleared = true;
+            break;
+        }
+    }
+    assert!(cleared, "the memory never cleared");
+    assert_eq!(g.robust.owed, None);
+}
