@@ -127,8 +127,8 @@ pub const EVIDENCE_ALPHA: f64 = 0.01;
 pub const REPROBE_START: f64 = 0.25;
 /// The most consecutive clean verdicts an additive probe waits for.
 pub const MAX_DWELL: u32 = 32;
-/// The most clean verdicts a failed probe's cost makes a probe back to its
-/// offer wait for.
+/// The most clean verdicts a failed probe's cost makes the next probe from
+/// its start (or higher) wait for.
 pub const MAX_COST_DWELL: u32 = 64;
 /// The Down after a non-additive Up whose first verdict is in the dead
 /// band: the default's smallest back-off factor.
@@ -457,14 +457,16 @@ impl ThrottleGovernor {
             self.robust.last_clean = Some(from);
             self.robust.clean_run += 1;
             self.robust.clean_attempts += pooled;
-            if additive_from.is_some() {
+            if let Some(start) = additive_from {
                 self.robust.dwell = 1;
                 // A clean probe from where the failed one started: the wall
                 // moved.
-                if let (Some(start), Some((at, _))) = (additive_from, self.robust.owed) {
-                    if self.at_or_above(start, at) {
-                        self.robust.owed = None;
-                    }
+                if self
+                    .robust
+                    .owed
+                    .is_some_and(|(at, _)| self.at_or_above(start, at))
+                {
+                    self.robust.owed = None;
                 }
             }
         }
@@ -504,11 +506,11 @@ impl ThrottleGovernor {
         }
         let mut outcome = match decision {
             Decision::Down(to) => {
-                if additive_from.is_some() {
+                if let Some(start) = additive_from {
                     self.robust.probe_failed();
-                    // What the probe cost: the failures at its offer.
-                    let cost = self.robust.offer_failures.max(signal.failures);
-                    self.robust.owed = additive_from.map(|start| (start, cost / p.high));
+                    // What the probe cost: the failures at its offer (the
+                    // pool that decided holds this window too).
+                    self.robust.owed = Some((start, self.robust.offer_failures / p.high));
                 }
                 // Within one congestion episode, `last_bad` keeps the
                 // highest offer that saw it: a later Down of the same
