@@ -184,6 +184,19 @@ pub struct RunArgs {
     /// reloads on SIGHUP only.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub config_poll: Duration,
+    /// Threads that run the targets (0: one per core). One is the default:
+    /// the controller runs beside a load tool and should leave it the other
+    /// cores, and one thread governs 10,000 targets at 1 s windows with
+    /// half of one core to spare (docs/BENCHMARKS.md, "Overhead and
+    /// scale"). Raise it for larger fleets or shorter windows. `/metrics`
+    /// is encoded off these threads.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        env = "THROTTLE_WORKER_THREADS"
+    )]
+    pub worker_threads: usize,
 }
 
 fn parse_steady_windows(s: &str) -> Result<usize, String> {

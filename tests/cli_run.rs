@@ -231,6 +231,7 @@ fn run_against_sim(
     capacity: u32,
     ceiling: u32,
     tag: &str,
+    extra: &[&str],
 ) -> (serde_json::Value, PathBuf) {
     let port = free_port();
     let sim = Command::new(BIN)
@@ -267,18 +268,20 @@ fn run_against_sim(
         std::thread::sleep(Duration::from_millis(50));
     }
     let (code, _, stderr) = run_bounded(
-        Command::new(BIN).args([
-            "run",
-            "--config",
-            path.to_str().unwrap(),
-            "--until-steady",
-            "--max-duration",
-            "50s",
-            "--report-json",
-            json.to_str().unwrap(),
-            "--report-html",
-            html.to_str().unwrap(),
-        ]),
+        Command::new(BIN)
+            .args([
+                "run",
+                "--config",
+                path.to_str().unwrap(),
+                "--until-steady",
+                "--max-duration",
+                "50s",
+                "--report-json",
+                json.to_str().unwrap(),
+                "--report-html",
+                html.to_str().unwrap(),
+            ])
+            .args(extra),
         Duration::from_secs(60),
     );
     assert_eq!(code, Some(0), "{stderr}");
@@ -288,11 +291,46 @@ fn run_against_sim(
 
 #[test]
 fn run_until_steady_against_a_standalone_sim_process() {
-    let (r, html) = run_against_sim("rejector", 50, 256, "plateau");
+    let (r, html) = run_against_sim("rejector", 50, 256, "plateau", &[]);
     assert_steady_near(&r, 50.0);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg"));
     render_in_chromium(&html);
+}
+
+/// One runtime thread is the default; more (here one per core, and two)
+/// govern the same way: the same plateau, reached and reported.
+#[test]
+fn run_with_several_worker_threads_finds_the_same_capacity() {
+    for threads in ["0", "2"] {
+        let (r, _) = run_against_sim(
+            "rejector",
+            50,
+            256,
+            &format!("threads-{threads}"),
+            &["--worker-threads", threads],
+        );
+        assert_steady_near(&r, 50.0);
+    }
+}
+
+/// `run --help` says what the thread count is for, and its environment
+/// variable; a count that is not a number is a usage error (2).
+#[test]
+fn worker_threads_is_documented_and_checked() {
+    let (code, stdout, _) = run_bounded(
+        Command::new(BIN).args(["run", "--help"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("--worker-threads <N>"), "{stdout}");
+    assert!(stdout.contains("THROTTLE_WORKER_THREADS"), "{stdout}");
+    let (code, _, stderr) = run_bounded(
+        Command::new(BIN).args(["run", "--config", "x.toml", "--worker-threads", "many"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--worker-threads"), "{stderr}");
 }
 
 /// A small integer wall gives a sawtooth (10 <-> 11 or 9 10 11, back-off)
@@ -300,7 +338,7 @@ fn run_until_steady_against_a_standalone_sim_process() {
 /// the wall as the capacity, with the failing step up as evidence.
 #[test]
 fn run_until_steady_gives_a_sawtooth_s_capacity() {
-    let (r, _) = run_against_sim("rejector", 10, 40, "sawtooth");
+    let (r, _) = run_against_sim("rejector", 10, 40, "sawtooth", &[]);
     let t = &r["targets"][0];
     let cap = t["capacity"]
         .as_f64()

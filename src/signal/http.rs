@@ -82,13 +82,11 @@ pub async fn fetch_text(
         if !status.is_success() {
             return Err(SignalError::Status(status.as_u16()));
         }
-        if resp
-            .content_length()
-            .is_some_and(|n| n as usize > max_bytes)
-        {
+        let length = resp.content_length().map(|n| n as usize);
+        if length.is_some_and(|n| n > max_bytes) {
             return Err(SignalError::TooLarge(max_bytes));
         }
-        let mut body = Vec::new();
+        let mut body = Vec::with_capacity(length.unwrap_or(0));
         while let Some(chunk) = resp.chunk().await.map_err(map_reqwest)? {
             if body.len() + chunk.len() > max_bytes {
                 return Err(SignalError::TooLarge(max_bytes));

@@ -23,7 +23,8 @@ const ACCEPT_TEXT: &str =
 #[derive(Debug, Clone)]
 pub struct PrometheusSource {
     client: reqwest::Client,
-    url: String,
+    /// Parsed once: parsing on every scrape showed in the profile.
+    url: reqwest::Url,
     headers: HeaderMap,
     timeout: Duration,
     first: Selector,
@@ -57,7 +58,7 @@ impl PrometheusSource {
         }
         Ok(PrometheusSource {
             client,
-            url: cfg.url.clone(),
+            url: reqwest::Url::parse(&cfg.url).map_err(|e| format!("url `{}`: {e}", cfg.url))?,
             headers,
             timeout: cfg.timeout,
             first,
@@ -80,9 +81,11 @@ impl PrometheusSource {
 
     /// Scrapes once and sums the selectors.
     pub async fn read(&self) -> Result<Counters, SignalError> {
-        let request = self
-            .credentials
-            .apply(self.client.get(&self.url).headers(self.headers.clone()));
+        let request = self.credentials.apply(
+            self.client
+                .get(self.url.clone())
+                .headers(self.headers.clone()),
+        );
         let body = fetch_text(request, self.timeout, self.max_body_bytes).await?;
         self.evaluate(&body)
     }

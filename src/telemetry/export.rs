@@ -15,15 +15,15 @@
 //! What it may touch: the shared [`Telemetry`] and the log. It never decides
 //! and never talks to a tool.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tracing::{debug, error, info, warn};
 
 use super::logging::{log_memory_clear, log_movement, offer};
 use super::metrics::{
-    label, ErrorLabels, MemberLabels, Name, PullLabels, TargetLabel, WriteLabels,
+    label, ErrorLabels, MemberLabels, Name, PullLabels, TargetLabel, TargetSeries, WriteLabels,
 };
-use super::{MemberStatus, TargetStatus, Telemetry};
+use super::{MemberStatus, TargetSlot, TargetStatus, Telemetry};
 use crate::control::{ControlError, WriteOutcome};
 use crate::governor::{Control, HoldReason, Outcome, Params, Profile};
 
@@ -258,6 +258,16 @@ pub struct Exporter {
     name: Name,
     knob: Control,
     dry_run: bool,
+    /// The target's series and status slot, taken once it is registered
+    /// (`Started`), so that a window needs no lookup by name.
+    handles: Arc<OnceLock<Handles>>,
+}
+
+/// What a registered target's exporter writes to directly.
+#[derive(Debug)]
+struct Handles {
+    series: TargetSeries,
+    slot: TargetSlot,
 }
 
 impl Exporter {
@@ -268,6 +278,15 @@ impl Exporter {
             name: name.into(),
             knob,
             dry_run,
+            handles: Arc::default(),
+        }
+    }
+
+    /// Updates the target's status (nothing before it is registered).
+    fn update(&self, f: impl FnOnce(&mut TargetStatus)) {
+        match self.handles.get() {
+            Some(h) => h.slot.update(f),
+            None => self.tel.update(self.name.as_str(), f),
         }
     }
 
@@ -330,7 +349,12 @@ impl Exporter {
                 let mut status = TargetStatus::initial(name, &p, dry_run);
                 status.profile = profile.as_str();
                 status.signal_lag = lag;
-                tel.register(status);
+                let slot = tel.register(status);
+                // A task emits `Started` once; its exporter keeps the first.
+                let _ = self.handles.set(Handles {
+                    series: m.series(&self.name),
+                    slot,
+                });
             }
             Event::MemoryRestored {
                 last_bad,
@@ -344,7 +368,7 @@ impl Exporter {
                 m.clean_streak
                     .get_or_create(&l)
                     .set(f64::from(clean_streak));
-                tel.update(name, |s| {
+                self.update(|s| {
                     s.last_bad = last_bad;
                     s.clean_streak = clean_streak;
                 });
@@ -368,7 +392,7 @@ impl Exporter {
                     info!(target = %name, "{name}: publishing the opening offer {} {knob}{across}; the first window starts once it is confirmed", offer(knob, value));
                 }
                 m.offer.get_or_create(&l).set(value);
-                tel.update(name, |s| s.offer = value);
+                self.update(|s| s.offer = value);
             }
             Event::Window {
                 outcome,
@@ -380,15 +404,25 @@ impl Exporter {
                 baseline,
             } => {
                 if baseline {
-                    tel.update(name, |s| s.has_baseline = true);
+                    self.update(|s| s.has_baseline = true);
                 }
+                let unregistered;
+                let (series, slot) = match self.handles.get() {
+                    Some(h) => (&h.series, Some(&h.slot)),
+                    None => {
+                        unregistered = (m.series(&self.name), tel.slot(name));
+                        (&unregistered.0, unregistered.1.as_ref())
+                    }
+                };
                 if outcome.reason == Some(HoldReason::SignalError) {
-                    m.signal_up.get_or_create(&l).set(0.0);
+                    series.signal_up.set(0.0);
                 } else if outcome.reason != Some(HoldReason::CounterReset) {
-                    m.signal_up.get_or_create(&l).set(1.0);
+                    series.signal_up.set(1.0);
                 }
                 tel.export_outcome(
                     &self.name,
+                    series,
+                    slot,
                     &outcome,
                     at,
                     window_secs,
@@ -431,7 +465,7 @@ impl Exporter {
                 }
                 if member.is_none() {
                     let msg = format!("{error_type}: {message}");
-                    tel.update(name, |s| s.last_error = Some(msg));
+                    self.update(|s| s.last_error = Some(msg));
                 }
             }
             Event::LatencyBound(b) => {
@@ -454,7 +488,7 @@ impl Exporter {
                     crate::governor::latency::quantile_name(b.quantile),
                     crate::governor::latency::seconds(b.bound_secs),
                     crate::governor::latency::seconds(b.low_secs));
-                tel.update(name, |s| s.latency = Some(b));
+                self.update(|s| s.latency = Some(b));
             }
             Event::LatencyError {
                 error_type,
@@ -465,13 +499,16 @@ impl Exporter {
             }
             Event::NoSignal { message } => {
                 warn!(target = %name, "Signal error, holding: {message}");
-                tel.update(name, |s| s.last_error = Some(message));
+                self.update(|s| s.last_error = Some(message));
             }
             Event::CounterReset { member } => {
                 m.counter_resets.get_or_create(&l).inc();
                 warn!(target = %name, "{}: counter reset: the tool's counters went down (restart?); window discarded, baseline rebased", self.who(&member));
             }
-            Event::ReadDuration(secs) => m.read_duration.get_or_create(&l).observe(secs),
+            Event::ReadDuration(secs) => match self.handles.get() {
+                Some(h) => h.series.read_duration.observe(secs),
+                None => m.read_duration.get_or_create(&l).observe(secs),
+            },
             Event::DecisionLatency(secs) => m.decision_latency.observe(secs),
             Event::ControlReadError { member, error } => {
                 self.count_error(&m.control_errors, error.error_type());
@@ -528,7 +565,7 @@ impl Exporter {
                 floor,
             } => {
                 m.signal_lost.get_or_create(&l).set(1.0);
-                tel.update(name, |s| s.signal_lost = true);
+                self.update(|s| s.signal_lost = true);
                 if to_floor {
                     warn!(target = %name, policy = "floor",
                         "{name}: signal lost for {windows} windows; dropping the {knob} to the floor {} (assume the most fragile target)",
@@ -541,7 +578,7 @@ impl Exporter {
             }
             Event::SignalBack { current } => {
                 m.signal_lost.get_or_create(&l).set(0.0);
-                tel.update(name, |s| s.signal_lost = false);
+                self.update(|s| s.signal_lost = false);
                 info!(target = %name, "{name}: signal is back; the governor steps from the committed {} {knob}, congestion memory intact", offer(knob, current));
             }
             Event::Member { member, change } => match change {
@@ -564,7 +601,7 @@ impl Exporter {
             Event::Split { parts } => info!(target = %name, "{name}: split {parts}"),
             Event::Ceiling(eff) => {
                 m.ceiling.get_or_create(&l).set(eff);
-                tel.update(name, |s| s.ceiling = eff.is_finite().then_some(eff));
+                self.update(|s| s.ceiling = eff.is_finite().then_some(eff));
             }
             Event::Members(statuses) => {
                 for s in &statuses {
@@ -582,7 +619,7 @@ impl Exporter {
                 tel.set_members(name, Some(statuses));
             }
             Event::WriteQueued { value } => {
-                tel.update(name, |s| s.pending_write = Some(value));
+                self.update(|s| s.pending_write = Some(value));
             }
             Event::Write {
                 member,
@@ -600,18 +637,16 @@ impl Exporter {
                         self.count_error(&m.control_errors, e.error_type());
                         warn!(target = %name, error_type = e.error_type(), "{who}: write of {} failed: {e}", offer(knob, value));
                         let msg = format!("write failed: {e}");
-                        tel.update(name, |s| s.last_error = Some(msg));
+                        self.update(|s| s.last_error = Some(msg));
                     }
                     WriteOutcome::Unconfirmed { .. } => {
                         let d = describe(&outcome);
                         warn!(target = %name, "{who}: write of {} not confirmed: {d}", offer(knob, value));
-                        tel.update(name, |s| {
-                            s.last_error = Some(format!("write unconfirmed: {d}"))
-                        });
+                        self.update(|s| s.last_error = Some(format!("write unconfirmed: {d}")));
                     }
                 }
                 let confirmed = matches!(outcome, WriteOutcome::Confirmed { .. });
-                tel.update(name, |s| {
+                self.update(|s| {
                     if !still_pending {
                         s.pending_write = None;
                     }
@@ -627,7 +662,7 @@ impl Exporter {
                 m.outside_writer_conflict
                     .get_or_create(&l)
                     .set(if on { 1.0 } else { 0.0 });
-                tel.update(name, |s| s.outside_writer_conflict = on);
+                self.update(|s| s.outside_writer_conflict = on);
                 if on {
                     error!(target = %name, changes,
                         "{name}: another writer changed the {knob} right after each of our last {changes} confirmed writes; is a second governor running on this tool? Holding (no writes) until the knob stays put");
@@ -717,6 +752,127 @@ pub fn describe(o: &WriteOutcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::governor::ThrottleGovernor;
+
+    fn started(tel: &Arc<Telemetry>, name: &str) -> Exporter {
+        let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, 0.05, None).unwrap();
+        let e = Exporter::new(tel.clone(), name, Control::Concurrency, false);
+        e.emit(Event::Started {
+            params: p,
+            profile: Profile::Default,
+            dry_run: false,
+            lag: String::new(),
+        });
+        e
+    }
+
+    /// One window: the governor at 1, 200 attempts of which `failures` fail.
+    fn window(e: &Exporter, failures: f64) {
+        let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, 0.05, None).unwrap();
+        let mut g = ThrottleGovernor::new(p);
+        g.step(0.0, 0.0);
+        e.emit(Event::Window {
+            outcome: g.step(200.0, failures),
+            at: 1.0,
+            window_secs: 1.0,
+            unconfirmed: false,
+            in_effect: None,
+            not_written: false,
+            baseline: true,
+        });
+        e.emit(Event::ReadDuration(0.003));
+    }
+
+    fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+        text.lines().find(|l| l.starts_with(prefix))
+    }
+
+    /// The exporter writes a window through the series and the status slot
+    /// it took when its target started, and what it writes is what
+    /// `/metrics`, the status and the history show. After the target is
+    /// removed and started again (a reload), the new exporter's windows
+    /// show, not the removed target's.
+    #[test]
+    fn a_window_is_exported_through_the_targets_own_handles() {
+        let tel = Arc::new(Telemetry::with_history(10));
+        let e = started(&tel, "t1");
+        window(&e, 0.0);
+        let text = tel.metrics.encode();
+        assert_eq!(
+            line(&text, "throttle_attempts_total{target=\"t1\"}"),
+            Some("throttle_attempts_total{target=\"t1\"} 200.0")
+        );
+        assert_eq!(
+            line(&text, "throttle_offer{target=\"t1\"}"),
+            Some("throttle_offer{target=\"t1\"} 1.0")
+        );
+        assert_eq!(
+            line(&text, "throttle_signal_up{target=\"t1\"}"),
+            Some("throttle_signal_up{target=\"t1\"} 1.0")
+        );
+        assert_eq!(
+            line(
+                &text,
+                "throttle_decisions_total{target=\"t1\",decision=\"up\",mode=\"climbing\""
+            )
+            .map(|l| l.rsplit(' ').next().unwrap()),
+            Some("1")
+        );
+        assert_eq!(
+            line(
+                &text,
+                "throttle_signal_read_duration_seconds_count{target=\"t1\"}"
+            ),
+            Some("throttle_signal_read_duration_seconds_count{target=\"t1\"} 1")
+        );
+        let status = tel.status("t1").unwrap();
+        assert_eq!((status.windows, status.last_decision), (1, Some("up")));
+        assert!(status.has_baseline);
+        assert_eq!(tel.history("t1").len(), 1);
+
+        // A reload removes the target; a new task starts under the same name.
+        tel.unregister("t1");
+        assert!(line(
+            &tel.metrics.encode(),
+            "throttle_attempts_total{target=\"t1\"}"
+        )
+        .is_none());
+        let again = started(&tel, "t1");
+        window(&again, 100.0);
+        window(&again, 100.0);
+        let text = tel.metrics.encode();
+        assert_eq!(
+            line(&text, "throttle_attempts_total{target=\"t1\"}"),
+            Some("throttle_attempts_total{target=\"t1\"} 400.0")
+        );
+        assert_eq!(
+            line(&text, "throttle_attempt_failures_total{target=\"t1\"}"),
+            Some("throttle_attempt_failures_total{target=\"t1\"} 200.0")
+        );
+        assert_eq!(tel.status("t1").unwrap().windows, 2);
+        assert_eq!(tel.history("t1").len(), 2);
+        // The old exporter no longer reaches what /metrics and the API show.
+        window(&e, 0.0);
+        assert_eq!(tel.status("t1").unwrap().windows, 2);
+        assert_eq!(
+            line(
+                &tel.metrics.encode(),
+                "throttle_attempts_total{target=\"t1\"}"
+            ),
+            Some("throttle_attempts_total{target=\"t1\"} 400.0")
+        );
+    }
+
+    /// An exporter whose target never started (no `Started`) updates no
+    /// status and keeps no history, as a lookup by name would not.
+    #[test]
+    fn a_window_before_the_target_started_updates_no_status() {
+        let tel = Arc::new(Telemetry::with_history(10));
+        let e = Exporter::new(tel.clone(), "t", Control::Concurrency, false);
+        window(&e, 0.0);
+        assert!(tel.status("t").is_none());
+        assert!(tel.history("t").is_empty());
+    }
 
     #[test]
     fn describe_names_the_outcome() {

@@ -18,7 +18,7 @@ pub mod pull;
 pub mod server;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -232,8 +232,8 @@ pub struct MemberStatus {
 pub struct Telemetry {
     /// Exported metrics.
     pub metrics: Metrics,
-    status: Mutex<BTreeMap<String, TargetStatus>>,
-    history: Mutex<BTreeMap<String, VecDeque<Kept>>>,
+    /// Each target's status and history, by name.
+    targets: Mutex<BTreeMap<String, TargetSlot>>,
     history_limit: usize,
     /// The push endpoint's state (`kind = "push"` signals).
     pub push: crate::signal::push::PushStore,
@@ -253,8 +253,7 @@ impl Telemetry {
     pub fn with_history(limit: usize) -> Self {
         Telemetry {
             metrics: Metrics::default(),
-            status: Mutex::default(),
-            history: Mutex::default(),
+            targets: Mutex::default(),
             history_limit: limit.max(1),
             push: Default::default(),
             pull: Default::default(),
@@ -262,16 +261,22 @@ impl Telemetry {
         }
     }
 
-    /// Registers a target's initial status.
-    pub fn register(&self, status: TargetStatus) {
-        lock(&self.history).insert(status.name.clone(), VecDeque::new());
-        lock(&self.status).insert(status.name.clone(), status);
+    /// Registers a target's initial status, with an empty history; returns
+    /// its slot, through which its exporter updates both.
+    pub fn register(&self, status: TargetStatus) -> TargetSlot {
+        let slot = TargetSlot::new(status, self.history_limit);
+        lock(&self.targets).insert(slot.name(), slot.clone());
+        slot
+    }
+
+    /// A registered target's slot.
+    pub fn slot(&self, name: &str) -> Option<TargetSlot> {
+        lock(&self.targets).get(name).cloned()
     }
 
     /// Removes a target's status, history and series.
     pub fn unregister(&self, name: &str) {
-        lock(&self.status).remove(name);
-        lock(&self.history).remove(name);
+        lock(&self.targets).remove(name);
         self.metrics.remove_target(name);
         self.pull.remove_target(name);
         self.set_members(name, None);
@@ -308,59 +313,65 @@ impl Telemetry {
 
     /// Updates a target's status in place.
     pub fn update(&self, name: &str, f: impl FnOnce(&mut TargetStatus)) {
-        if let Some(s) = lock(&self.status).get_mut(name) {
-            f(s);
+        if let Some(slot) = self.slot(name) {
+            slot.update(f);
         }
     }
 
     /// Appends one window to a target's history (bounded).
     pub fn record(&self, name: &str, record: WindowRecord) {
-        if let Some(h) = lock(&self.history).get_mut(name) {
-            while h.len() >= self.history_limit {
-                h.pop_front();
-            }
-            h.push_back(Kept::from(record));
+        if let Some(slot) = self.slot(name) {
+            slot.record(record);
         }
     }
 
     /// Exports one outcome: decision and window metrics, the target's
-    /// status, and its history. Shared by single targets and groups.
+    /// status, and its history, through the target's own handles (`slot`
+    /// is `None` before the target is registered). Shared by single
+    /// targets and groups.
+    #[allow(clippy::too_many_arguments)]
     pub fn export_outcome(
         &self,
         target: &metrics::Name,
+        series: &metrics::TargetSeries,
+        slot: Option<&TargetSlot>,
         o: &Outcome,
         at: f64,
         window_secs: f64,
         unconfirmed: bool,
         in_effect: Option<f64>,
     ) {
-        let tel = self;
         // The offer the window ran at: the tool's while our write is
         // pending or unconfirmed.
         let ran_at = in_effect.unwrap_or(o.from);
-        let m = &tel.metrics;
-        let name = target.as_str();
-        let l = metrics::TargetLabel {
-            target: target.clone(),
-        };
-        m.decisions
-            .get_or_create(&DecisionLabels {
-                target: target.clone(),
-                decision: o.decision_str(),
-                mode: o.mode.map(|m| m.as_str()).unwrap_or("none"),
-                reason: o.reason.map(|r| r.as_str()).unwrap_or("none"),
-            })
-            .inc();
-        if o.memory_cleared {
-            m.memory_clears.get_or_create(&l).inc();
+        let decision = o.decision_str();
+        let mode = o.mode.map(|m| m.as_str()).unwrap_or("none");
+        let reason = o.reason.map(|r| r.as_str()).unwrap_or("none");
+        match series.decision(decision, mode, reason) {
+            Some(c) => {
+                c.inc();
+            }
+            None => {
+                self.metrics
+                    .decisions
+                    .get_or_create(&DecisionLabels {
+                        target: target.clone(),
+                        decision,
+                        mode,
+                        reason,
+                    })
+                    .inc();
+            }
         }
-        m.last_bad
-            .get_or_create(&l)
-            .set(o.last_bad.unwrap_or(f64::NAN));
-        m.clean_streak.get_or_create(&l).set(o.clean_streak as f64);
-        m.offer.get_or_create(&l).set(ran_at);
+        if o.memory_cleared {
+            series.memory_clears.inc();
+        }
+        series.last_bad.set(o.last_bad.unwrap_or(f64::NAN));
+        series.clean_streak.set(o.clean_streak as f64);
+        series.offer.set(ran_at);
         if let Some(lat) = o.latency {
-            m.window_latency
+            self.metrics
+                .window_latency
                 .get_or_create(&QuantileLabels {
                     target: target.clone(),
                     slo_quantile: lat.quantile.to_string(),
@@ -369,12 +380,12 @@ impl Telemetry {
         }
         let sig = o.signal;
         if let Some(s) = sig {
-            m.window_attempts.get_or_create(&l).set(s.attempts);
-            m.window_failures.get_or_create(&l).set(s.failures);
-            m.attempts.get_or_create(&l).inc_by(s.attempts);
-            m.failures.get_or_create(&l).inc_by(s.failures);
+            series.window_attempts.set(s.attempts);
+            series.window_failures.set(s.failures);
+            series.attempts.inc_by(s.attempts);
+            series.failures.inc_by(s.failures);
             if let Some(f) = s.frac {
-                m.failure_ratio.get_or_create(&l).set(f);
+                series.failure_ratio.set(f);
             }
         }
         let label_str = o
@@ -388,69 +399,124 @@ impl Telemetry {
                 | Some(HoldReason::Baseline)
                 | Some(HoldReason::OfferChange)
         );
-        tel.update(name, |st| {
+        let Some(slot) = slot else {
+            // Not registered (no `Started` yet): no status to update.
+            return;
+        };
+        slot.update(|st| {
             st.offer = ran_at;
             st.last_bad = o.last_bad;
             st.clean_streak = o.clean_streak;
             if let Some(f) = sig.and_then(|s| s.frac) {
                 st.last_frac = Some(f);
             }
-            st.last_decision = Some(o.decision_str());
+            st.last_decision = Some(decision);
             st.last_label = Some(label_str);
             if valid {
                 st.last_error = None;
                 st.windows += 1;
             }
         });
-        tel.record(
-            name,
-            WindowRecord {
-                time_secs: at,
-                offer: ran_at,
-                attempts: sig.map(|s| s.attempts),
-                failures: sig.map(|s| s.failures),
-                frac: sig.and_then(|s| s.frac),
-                window_secs: sig.map(|_| window_secs),
-                decision: o.decision_str(),
-                to: o.to,
-                label: label_str,
-                discarded: o.reason == Some(HoldReason::OfferChange),
-                unconfirmed,
-                latency_secs: o.latency.and_then(|l| l.observed),
-                latency_drove: o.latency.is_some_and(|l| l.drove),
-            },
-        );
+        slot.record(WindowRecord {
+            time_secs: at,
+            offer: ran_at,
+            attempts: sig.map(|s| s.attempts),
+            failures: sig.map(|s| s.failures),
+            frac: sig.and_then(|s| s.frac),
+            window_secs: sig.map(|_| window_secs),
+            decision,
+            to: o.to,
+            label: label_str,
+            discarded: o.reason == Some(HoldReason::OfferChange),
+            unconfirmed,
+            latency_secs: o.latency.and_then(|l| l.observed),
+            latency_drove: o.latency.is_some_and(|l| l.drove),
+        });
     }
 
     /// A snapshot of every target's status.
     pub fn statuses(&self) -> Vec<TargetStatus> {
-        lock(&self.status).values().cloned().collect()
+        lock(&self.targets)
+            .values()
+            .map(TargetSlot::status)
+            .collect()
     }
 
     /// One target's status.
     pub fn status(&self, name: &str) -> Option<TargetStatus> {
-        lock(&self.status).get(name).cloned()
+        self.slot(name).map(|s| s.status())
     }
 
     /// One target's last window, without copying its history.
     pub fn last_record(&self, name: &str) -> Option<WindowRecord> {
-        lock(&self.history)
-            .get(name)
-            .and_then(|h| h.back().map(Kept::record))
+        self.slot(name).and_then(|s| s.last_record())
     }
 
     /// A snapshot of one target's history.
     pub fn history(&self, name: &str) -> Vec<WindowRecord> {
-        lock(&self.history)
-            .get(name)
-            .map(|h| h.iter().map(Kept::record).collect())
-            .unwrap_or_default()
+        self.slot(name).map(|s| s.history()).unwrap_or_default()
     }
 
     /// Whether every registered target has a baseline.
     pub fn ready(&self) -> bool {
-        let s = lock(&self.status);
-        !s.is_empty() && s.values().all(|t| t.has_baseline)
+        let targets = lock(&self.targets);
+        !targets.is_empty() && targets.values().all(|t| lock(&t.0.status).has_baseline)
+    }
+}
+
+/// One target's status and window history, shared by the [`Telemetry`]
+/// maps (which the server and the report read) and the target's exporter,
+/// which writes them every window without a lookup by name.
+#[derive(Debug, Clone)]
+pub struct TargetSlot(Arc<SlotInner>);
+
+#[derive(Debug)]
+struct SlotInner {
+    status: Mutex<TargetStatus>,
+    history: Mutex<VecDeque<Kept>>,
+    history_limit: usize,
+}
+
+impl TargetSlot {
+    /// A slot holding `status` and an empty history of at most `limit`
+    /// windows.
+    fn new(status: TargetStatus, limit: usize) -> Self {
+        TargetSlot(Arc::new(SlotInner {
+            status: Mutex::new(status),
+            history: Mutex::default(),
+            history_limit: limit.max(1),
+        }))
+    }
+
+    fn name(&self) -> String {
+        lock(&self.0.status).name.clone()
+    }
+
+    /// Updates the status in place.
+    pub fn update(&self, f: impl FnOnce(&mut TargetStatus)) {
+        f(&mut lock(&self.0.status));
+    }
+
+    /// Appends one window to the history (bounded).
+    pub fn record(&self, record: WindowRecord) {
+        let mut h = lock(&self.0.history);
+        while h.len() >= self.0.history_limit {
+            h.pop_front();
+        }
+        h.push_back(Kept::from(record));
+    }
+
+    /// A copy of the status.
+    pub fn status(&self) -> TargetStatus {
+        lock(&self.0.status).clone()
+    }
+
+    fn last_record(&self) -> Option<WindowRecord> {
+        lock(&self.0.history).back().map(Kept::record)
+    }
+
+    fn history(&self) -> Vec<WindowRecord> {
+        lock(&self.0.history).iter().map(Kept::record).collect()
     }
 }
 
