@@ -18,6 +18,11 @@
 //! 4. **Sitting in the dead band** (`rejector`, `fast-fail`, long runs): a
 //!    probe that lands between `low` and `high` stays there, failing up to
 //!    `high` of its attempts for good.
+//! 5. **Long runs** (600 windows: `fast-fail`, `warming`, `metastable`,
+//!    `retry-churn`, `queueing`): the opening doubling overshoots once by
+//!    up to x2, probes and memory clears keep finding the wall, and a
+//!    queue is climbed into until the client times out. AIMD's `+1` a
+//!    window fails less over a long run.
 //!
 //! What it may touch: only its parent, [`crate::governor`]; like it, no
 //! clock and no I/O.
@@ -25,12 +30,14 @@
 //! This module never changes the default path: [`ThrottleGovernor::step`]
 //! calls it only for [`Profile::Robust`](super::Profile::Robust), and it
 //! keeps its own memory ([`RobustState`]). Everything it does not mention is
-//! `GOVERNOR.md` unchanged: the thresholds, the slow start's doubling, the
-//! back-off factor `clamp(1 - frac, 0.25, 0.9)`, the probe size
-//! `max(1, 0.02 last_bad)`, the memory clear after
+//! `GOVERNOR.md` unchanged: the thresholds, the slow start's doubling below
+//! [`SLOW_START_DOUBLING_BELOW`], the back-off factor
+//! `clamp(1 - frac, 0.25, 0.9)`, the probe size `max(1, 0.02 last_bad)`,
+//! the memory clear after
 //! [`MEMORY_CLEAR_STREAK`](super::MEMORY_CLEAR_STREAK) clean verdicts at or
-//! above `last_bad`, the mode labels, the integer rounding and the knob's
-//! resolution ([`super::exact`]).
+//! above `last_bad` (which must be nearly failure-free here), the mode
+//! labels, the integer rounding and the knob's resolution
+//! ([`super::exact`]).
 //!
 //! # The rules
 //! **A minimum sample (fixes 1).** Windows are pooled from the last verdict
@@ -89,26 +96,54 @@
 //!   left behind (retries, a backlog) keeps failing, and only a real back-off
 //!   drains it.
 //! - After a failed additive probe, the next one waits for twice as many
-//!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`]; reason
-//!   `dwelling`). A probe that stays clean, or a memory clear, resets the
-//!   wait to one.
+//!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`], 128;
+//!   reason `dwelling`). A probe that stays clean, or a memory clear, resets
+//!   the wait to one.
 //! - **A probe pays for itself.** After a failed additive probe, the next
-//!   probe from where it started (or higher) waits, besides, until the clean
-//!   attempts since the return carry the failed probe's failures at a share
-//!   of `high`: `failures / high` of them
-//!   (at most [`MAX_COST_DWELL`] clean verdicts). Over time, probing a wall
-//!   then costs about `high` of the attempts, whatever the wall's shape: a
-//!   probe on a smooth knee fails a few attempts and waits a window or two;
-//!   one past a fast-failing wall (a rejection returns 20 times faster than
-//!   a served request, so one offer over the wall fails about 60 % of the
-//!   attempts) waits tens of windows. A clean probe from there or higher,
-//!   or a memory clear, forgets the cost.
+//!   probe from where it started (or higher), or one that would pass that
+//!   offer, waits, besides, until the clean attempts since the return carry
+//!   the failed probe's failures at [`PROBE_COST_SHARE`] (half) of `high`:
+//!   `failures / (0.5 high)` of them (at most [`MAX_COST_DWELL`] clean
+//!   verdicts). Over time, probing a wall then costs about half of `high`
+//!   of the attempts, whatever the wall's shape: a probe on a smooth knee
+//!   fails a few attempts and waits a window or two; one past a
+//!   fast-failing wall (a rejection returns 20 times faster than a served
+//!   request, so one offer over the wall fails about 60 % of the attempts)
+//!   waits tens of windows. A clean probe from there or higher, or a memory
+//!   clear, forgets the cost.
+//! - **Leftovers pay the most.** When the offer a failed probe returned to
+//!   breaches too (the probe left retries or a backlog that keeps the
+//!   target over its capacity: `metastable`, `retry-churn`), the next probe
+//!   past that offer waits the full [`MAX_COST_DWELL`] (64) clean verdicts.
 //!
-//! **After a memory clear**, an Up adds [`REPROBE_START`] (25 %) of the
+//! **The opening slow start slows down (fixes 5).** It doubles below
+//! [`SLOW_START_DOUBLING_BELOW`] (64), as the default does, so small offers
+//! climb 1, 2, 4, ... 32, 64; from there each Up multiplies by `1 + gain`,
+//! the gain starting at [`SLOW_START_GAIN`] (x1.5) and halving with every
+//! Up down to [`SLOW_START_MIN_GAIN`] (x1.125): 64, 96, 120, 135, 152, ...
+//! The one overshoot that ends it is then at most 12.5 % past the last
+//! clean offer once the offer is large, instead of up to x2, and it goes
+//! back no further than that last clean offer.
+//!
+//! **A plateau is not climbed (fixes 5).** Each clean verdict measures its
+//! yield, the successes per unit of offer per window; the best lower bound
+//! (two standard deviations down) is kept. A clean verdict whose successes
+//! fall significantly (three standard deviations) below [`PLATEAU_SHARE`]
+//! (70 %) of the best yield at this offer holds instead of climbing: the
+//! offer grew, the successes did not, so the target completes what it can
+//! and more offer only queues (`queueing` answers every attempt later and
+//! later and fails only at the client's timeout, at 2.76 C). It climbs
+//! again as soon as the successes follow the offer. Only the window's
+//! attempts, failures and the governor's own offer are used.
+//!
+//! **After a memory clear**, an Up adds [`REPROBE_START`] (10 %) of the
 //! offer at which the memory cleared, and the increment doubles with every
 //! further Up until the next Down, never faster than slow start: a capacity
 //! that came back is found in a few windows, with an overshoot of about the
-//! last increment instead of ×2.
+//! last increment instead of ×2. Only a clean verdict below
+//! [`CLEAR_BELOW`] of `low` (0.25 %) at or above `last_bad` counts towards
+//! the clear: a rising capacity (`warming`) that is clean but still fails
+//! a little at `last_bad` has not moved far from it.
 //!
 //! What it costs and where it still loses, measured by
 //! `throttle-governor bench`, is in docs/BENCHMARKS.md.

@@ -603,3 +603,19 @@ fn a_memory_clear_forgets_a_failed_probes_cost() {
     assert!(cleared, "the memory never cleared");
     assert_eq!(g.robust.owed, None);
 }
+
+#[test]
+fn the_probe_dwell_keeps_doubling_past_32_verdicts() {
+    // A wall that stays put: every failed probe doubles the wait, up to
+    // MAX_DWELL (128) clean verdicts, where 32 used to be the most.
+    let mut g = robust(100.0, Some(104.0));
+    for _ in 0..6 {
+        g.robust.probe_failed();
+    }
+    assert_eq!(g.robust.dwell, 64);
+    for _ in 0..4 {
+        g.robust.probe_failed();
+    }
+    assert_eq!(g.robust.dwell, MAX_DWELL);
+    assert_eq!(MAX_DWELL, 128);
+}
