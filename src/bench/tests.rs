@@ -376,36 +376,17 @@ fn the_robust_profile_meets_the_goal_on_every_model_at_150_windows() {
 }
 
 /// At 600 windows AIMD's slow additive climb reaches 0.90 too, and its
-/// failures are lower than robust's on five models (robust's opening slow
-/// start overshoots once, and its probes keep finding the wall; on
-/// `queueing` the wall is the client timeout, and AIMD's +1 a window meets
-/// it late): this pins what is true today, by name, so that a change either
-/// way is seen.
+/// `+1` a window never overshoots: the five models where it used to fail
+/// less than robust (`warming`, `metastable`, `retry-churn`, `fast-fail`,
+/// `queueing`) are the ones this test watches most, but the goal must hold
+/// on every model.
 #[test]
-fn at_600_windows_the_goal_holds_except_on_five_named_models() {
-    let expected_misses = [
-        ModelKind::Warming,
-        ModelKind::Metastable,
-        ModelKind::RetryChurn,
-        ModelKind::FastFail,
-        ModelKind::Queueing,
-    ];
+fn the_robust_profile_meets_the_goal_on_every_model_at_600_windows() {
     for seeds in [30, 100] {
         let goals = goals_at(600, seeds);
-        for g in &goals {
-            let expected = !expected_misses.contains(&g.model);
-            assert_eq!(g.met, expected, "600 windows, {seeds} seeds: {g:?}");
-            // Where it misses, it is on failures against AIMD, never on
-            // goodput or against the default.
-            assert!(g.reaches_goodput && g.within_slack == Some(true), "{g:?}");
-            if !expected {
-                assert_eq!(
-                    g.fewest_failed.map(|f| f.0),
-                    Some(ControllerKind::Aimd),
-                    "{g:?}"
-                );
-            }
-        }
+        assert_eq!(goals.len(), ModelKind::ALL.len());
+        let missed = misses(&goals);
+        assert!(missed.is_empty(), "600 windows, {seeds} seeds: {missed:#?}");
     }
 }
 
@@ -504,15 +485,29 @@ fn the_latency_bound_meets_its_goal_on_queueing() {
             ),
         ] {
             let (off, on) = (row(off), row(on));
-            // Off: about the timeout's 5 % offer, 2.76 C = 1.64 capacities.
             let ratio = med(off.latency_ratio());
-            assert!((1.4..1.7).contains(&ratio), "{}: {ratio}", off.controller);
+            if off.controller == ControllerKind::Governor {
+                // Off: about the timeout's 5 % offer, 2.76 C = 1.64
+                // capacities.
+                assert!((1.4..1.7).contains(&ratio), "{}: {ratio}", off.controller);
+                assert!(med(off.failed()) > 0.0);
+            } else {
+                // Robust, off: its plateau rule stops the climb once more
+                // workers add no successes (past C), well before the
+                // timeout: no failure, but still over the latency bound.
+                assert!((1.0..1.4).contains(&ratio), "{}: {ratio}", off.controller);
+                assert_eq!(med(off.failed()), 0.0, "{off:?}");
+            }
             assert!(med(off.over_bound()) > 0.5, "{off:?}");
-            assert!(med(off.failed()) > 0.0);
             // On: no timeouts, and no goodput lost (past C a queue adds
-            // latency, not goodput).
+            // latency, not goodput; robust's plateau is past C as well, so
+            // the two are equal within the noise).
             assert_eq!(med(on.failed()), 0.0);
-            assert!(med(on.goodput()) >= med(off.goodput()), "{}", on.controller);
+            assert!(
+                med(on.goodput()) >= med(off.goodput()) - 0.005,
+                "{}",
+                on.controller
+            );
             assert!(med(on.goodput()) >= GOAL_GOODPUT);
         }
         // The failure-only controllers are not held to the latency goal.

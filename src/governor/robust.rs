@@ -18,6 +18,11 @@
 //! 4. **Sitting in the dead band** (`rejector`, `fast-fail`, long runs): a
 //!    probe that lands between `low` and `high` stays there, failing up to
 //!    `high` of its attempts for good.
+//! 5. **Long runs** (600 windows: `fast-fail`, `warming`, `metastable`,
+//!    `retry-churn`, `queueing`): the opening doubling overshoots once by
+//!    up to x2, probes and memory clears keep finding the wall, and a
+//!    queue is climbed into until the client times out. AIMD's `+1` a
+//!    window fails less over a long run.
 //!
 //! What it may touch: only its parent, [`crate::governor`]; like it, no
 //! clock and no I/O.
@@ -25,12 +30,14 @@
 //! This module never changes the default path: [`ThrottleGovernor::step`]
 //! calls it only for [`Profile::Robust`](super::Profile::Robust), and it
 //! keeps its own memory ([`RobustState`]). Everything it does not mention is
-//! `GOVERNOR.md` unchanged: the thresholds, the slow start's doubling, the
-//! back-off factor `clamp(1 - frac, 0.25, 0.9)`, the probe size
-//! `max(1, 0.02 last_bad)`, the memory clear after
+//! `GOVERNOR.md` unchanged: the thresholds, the slow start's doubling below
+//! [`SLOW_START_DOUBLING_BELOW`], the back-off factor
+//! `clamp(1 - frac, 0.25, 0.9)`, the probe size `max(1, 0.02 last_bad)`,
+//! the memory clear after
 //! [`MEMORY_CLEAR_STREAK`](super::MEMORY_CLEAR_STREAK) clean verdicts at or
-//! above `last_bad`, the mode labels, the integer rounding and the knob's
-//! resolution ([`super::exact`]).
+//! above `last_bad` (which must be nearly failure-free here), the mode
+//! labels, the integer rounding and the knob's resolution
+//! ([`super::exact`]).
 //!
 //! # The rules
 //! **A minimum sample (fixes 1).** Windows are pooled from the last verdict
@@ -89,26 +96,54 @@
 //!   left behind (retries, a backlog) keeps failing, and only a real back-off
 //!   drains it.
 //! - After a failed additive probe, the next one waits for twice as many
-//!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`]; reason
-//!   `dwelling`). A probe that stays clean, or a memory clear, resets the
-//!   wait to one.
+//!   consecutive clean verdicts (1, 2, 4, ... up to [`MAX_DWELL`], 128;
+//!   reason `dwelling`). A probe that stays clean, or a memory clear, resets
+//!   the wait to one.
 //! - **A probe pays for itself.** After a failed additive probe, the next
-//!   probe from where it started (or higher) waits, besides, until the clean
-//!   attempts since the return carry the failed probe's failures at a share
-//!   of `high`: `failures / high` of them
-//!   (at most [`MAX_COST_DWELL`] clean verdicts). Over time, probing a wall
-//!   then costs about `high` of the attempts, whatever the wall's shape: a
-//!   probe on a smooth knee fails a few attempts and waits a window or two;
-//!   one past a fast-failing wall (a rejection returns 20 times faster than
-//!   a served request, so one offer over the wall fails about 60 % of the
-//!   attempts) waits tens of windows. A clean probe from there or higher,
-//!   or a memory clear, forgets the cost.
+//!   probe from where it started (or higher), or one that would pass that
+//!   offer, waits, besides, until the clean attempts since the return carry
+//!   the failed probe's failures at [`PROBE_COST_SHARE`] (half) of `high`:
+//!   `failures / (0.5 high)` of them (at most [`MAX_COST_DWELL`] clean
+//!   verdicts). Over time, probing a wall then costs about half of `high`
+//!   of the attempts, whatever the wall's shape: a probe on a smooth knee
+//!   fails a few attempts and waits a window or two; one past a
+//!   fast-failing wall (a rejection returns 20 times faster than a served
+//!   request, so one offer over the wall fails about 60 % of the attempts)
+//!   waits tens of windows. A clean probe from there or higher, or a memory
+//!   clear, forgets the cost.
+//! - **Leftovers pay the most.** When the offer a failed probe returned to
+//!   breaches too (the probe left retries or a backlog that keeps the
+//!   target over its capacity: `metastable`, `retry-churn`), the next probe
+//!   past that offer waits the full [`MAX_COST_DWELL`] (64) clean verdicts.
 //!
-//! **After a memory clear**, an Up adds [`REPROBE_START`] (25 %) of the
+//! **The opening slow start slows down (fixes 5).** It doubles below
+//! [`SLOW_START_DOUBLING_BELOW`] (64), as the default does, so small offers
+//! climb 1, 2, 4, ... 32, 64; from there each Up multiplies by `1 + gain`,
+//! the gain starting at [`SLOW_START_GAIN`] (x1.5) and halving with every
+//! Up down to [`SLOW_START_MIN_GAIN`] (x1.125): 64, 96, 120, 135, 152, ...
+//! The one overshoot that ends it is then at most 12.5 % past the last
+//! clean offer once the offer is large, instead of up to x2, and it goes
+//! back no further than that last clean offer.
+//!
+//! **A plateau is not climbed (fixes 5).** Each clean verdict measures its
+//! yield, the successes per unit of offer per window; the best lower bound
+//! (two standard deviations down) is kept. A clean verdict whose successes
+//! fall significantly (three standard deviations) below [`PLATEAU_SHARE`]
+//! (70 %) of the best yield at this offer holds instead of climbing: the
+//! offer grew, the successes did not, so the target completes what it can
+//! and more offer only queues (`queueing` answers every attempt later and
+//! later and fails only at the client's timeout, at 2.76 C). It climbs
+//! again as soon as the successes follow the offer. Only the window's
+//! attempts, failures and the governor's own offer are used.
+//!
+//! **After a memory clear**, an Up adds [`REPROBE_START`] (10 %) of the
 //! offer at which the memory cleared, and the increment doubles with every
 //! further Up until the next Down, never faster than slow start: a capacity
 //! that came back is found in a few windows, with an overshoot of about the
-//! last increment instead of ×2.
+//! last increment instead of ×2. Only a clean verdict below
+//! [`CLEAR_BELOW`] of `low` (0.25 %) at or above `last_bad` counts towards
+//! the clear: a rising capacity (`warming`) that is clean but still fails
+//! a little at `last_bad` has not moved far from it.
 //!
 //! What it costs and where it still loses, measured by
 //! `throttle-governor bench`, is in docs/BENCHMARKS.md.
@@ -123,10 +158,28 @@ use super::{
 /// called a breach at most 1 % of the time.
 pub const EVIDENCE_ALPHA: f64 = 0.01;
 /// The first re-probe increment after a memory clear, as a share of the
-/// offer at which the memory cleared (25 %).
-pub const REPROBE_START: f64 = 0.25;
+/// offer at which the memory cleared (10 %).
+pub const REPROBE_START: f64 = 0.10;
 /// The most consecutive clean verdicts an additive probe waits for.
-pub const MAX_DWELL: u32 = 32;
+pub const MAX_DWELL: u32 = 128;
+/// The opening slow start doubles below this offer; from it on, each Up
+/// grows the offer by a gain that starts at [`SLOW_START_GAIN`] and halves
+/// with every Up, down to [`SLOW_START_MIN_GAIN`].
+pub const SLOW_START_DOUBLING_BELOW: f64 = 64.0;
+/// The opening slow start's first gain from [`SLOW_START_DOUBLING_BELOW`]
+/// on (x1.5).
+pub const SLOW_START_GAIN: f64 = 0.5;
+/// The opening slow start's smallest gain (x1.125).
+pub const SLOW_START_MIN_GAIN: f64 = 0.125;
+/// A failed probe's failures are paid by clean attempts at this share of
+/// `high` (2.5 % at `high` = 5 %).
+pub const PROBE_COST_SHARE: f64 = 0.5;
+/// Memory-clear evidence: a clean verdict at or above `last_bad` counts
+/// only below this share of `low` (0.25 % at `low` = 1 %).
+pub const CLEAR_BELOW: f64 = 0.25;
+/// A clean verdict whose successes per unit of offer fall below this share
+/// of the best seen (70 %) adds offer but not goodput: it does not climb.
+pub const PLATEAU_SHARE: f64 = 0.7;
 /// The most clean verdicts a failed probe's cost makes the next probe from
 /// its start (or higher) wait for.
 pub const MAX_COST_DWELL: u32 = 64;
@@ -204,6 +257,11 @@ pub struct RobustState {
     /// clean attempts a probe from there (or higher) waits for: its
     /// failures over `high`.
     owed: Option<(f64, f64)>,
+    /// The opening slow start's gain from [`SLOW_START_DOUBLING_BELOW`] on.
+    opening_gain: f64,
+    /// The best lower confidence bound seen of the successes per unit of
+    /// offer per window, over clean verdicts.
+    best_yield: f64,
 }
 
 impl Default for RobustState {
@@ -232,6 +290,8 @@ impl Default for RobustState {
             dwell: 1,
             clean_attempts: 0.0,
             owed: None,
+            opening_gain: SLOW_START_GAIN,
+            best_yield: 0.0,
         }
     }
 }
@@ -408,6 +468,25 @@ impl ThrottleGovernor {
         self.robust.fresh_up = false;
     }
 
+    /// Whether a clean verdict's `successes` over `work` (the offer times
+    /// the windows pooled) fall significantly (three standard deviations,
+    /// counts taken as Poisson) below [`PLATEAU_SHARE`] of the best yield
+    /// seen: the offer grew past what the target completes, so more of it
+    /// would add waiting, not goodput. Also folds this verdict's yield (a
+    /// lower bound, two standard deviations down) into the best.
+    fn plateau(&mut self, successes: f64, work: f64) -> bool {
+        if work <= 0.0 {
+            return false;
+        }
+        let expected = PLATEAU_SHARE * self.robust.best_yield * work;
+        let plateau = expected > 0.0 && successes < expected - 3.0 * expected.sqrt();
+        if successes > 0.0 {
+            let lower = (successes - 2.0 * successes.sqrt()) / work;
+            self.robust.best_yield = self.robust.best_yield.max(lower);
+        }
+        plateau
+    }
+
     /// [`ThrottleGovernor::step`] under the `robust` profile.
     pub(super) fn step_robust(&mut self, attempts: f64, failures: f64) -> Outcome {
         let p = self.params;
@@ -436,6 +515,8 @@ impl ThrottleGovernor {
             } => (judgement, evidence),
         };
         let pooled = self.robust.pool_attempts;
+        let pooled_successes = pooled - self.robust.pool_failures;
+        let pooled_windows = self.robust.pool_windows;
         self.robust.empty_pool();
         let frac = judgement.frac();
         let signal = Signal {
@@ -451,7 +532,8 @@ impl ThrottleGovernor {
         let clean = matches!(judgement, Judgement::Clean(_));
         let additive_from = self.robust.additive_from.take();
         let fresh_up = std::mem::take(&mut self.robust.fresh_up);
-        self.robust.retreated = false;
+        let returned = std::mem::take(&mut self.robust.retreated);
+        let plateau = clean && self.plateau(pooled_successes, from * f64::from(pooled_windows));
         if clean {
             self.robust.in_episode = false;
             self.robust.last_clean = Some(from);
@@ -487,7 +569,7 @@ impl ThrottleGovernor {
         if let Some(bad) = self.state.last_bad {
             let (streak, clear) = memory_clear_step(
                 self.state.clean_streak,
-                clean && self.at_or_above(from, bad),
+                clean && frac < CLEAR_BELOW * p.low && self.at_or_above(from, bad),
             );
             self.state.clean_streak = streak;
             if clear {
@@ -499,7 +581,7 @@ impl ThrottleGovernor {
             }
         }
 
-        let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up);
+        let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up, plateau);
         let decision = p.round(self.exact_up(raw, from), from);
         if kind == Move::Retreat && decision != Decision::Hold {
             self.robust.retreated = true;
@@ -510,7 +592,19 @@ impl ThrottleGovernor {
                     self.robust.probe_failed();
                     // What the probe cost: the failures at its offer (the
                     // pool that decided holds this window too).
-                    self.robust.owed = Some((start, self.robust.offer_failures / p.high));
+                    self.robust.owed = Some((
+                        start,
+                        self.robust.offer_failures / (PROBE_COST_SHARE * p.high),
+                    ));
+                }
+                if returned && matches!(judgement, Judgement::Breach(_)) {
+                    // Back where a failed probe started, and failing there:
+                    // what the probe left (retries) keeps the target over
+                    // its capacity. The next probe past that start waits
+                    // the longest cost dwell.
+                    if let Some((_, owed)) = self.robust.owed.as_mut() {
+                        *owed = f64::INFINITY;
+                    }
                 }
                 // Within one congestion episode, `last_bad` keeps the
                 // highest offer that saw it: a later Down of the same
@@ -571,6 +665,13 @@ impl ThrottleGovernor {
                     self.robust.additive_from = Some(from);
                 }
                 self.robust.fresh_up = true;
+                if self.state.last_bad.is_none()
+                    && self.robust.reprobe.is_none()
+                    && from >= SLOW_START_DOUBLING_BELOW
+                {
+                    self.robust.opening_gain =
+                        (self.robust.opening_gain / 2.0).max(SLOW_START_MIN_GAIN);
+                }
                 if let Some(inc) = self.robust.reprobe.as_mut() {
                     *inc *= 2.0;
                 }
@@ -721,6 +822,7 @@ impl ThrottleGovernor {
         from: f64,
         additive_from: Option<f64>,
         fresh_up: bool,
+        plateau: bool,
     ) -> (Decision, Move) {
         let p = self.params;
         let r = &self.robust;
@@ -732,6 +834,14 @@ impl ThrottleGovernor {
                 let (target, kind) = match additive_from {
                     Some(start) if start < from && start > target => (start, Move::Retreat),
                     _ => (target, Move::Plain),
+                };
+                // The opening slow start's overshoot goes back no further
+                // than its last offer judged clean.
+                let (target, kind) = match (self.state.last_bad, r.reprobe, r.last_clean) {
+                    (None, None, Some(clean)) if fresh_up && clean < from && clean > target => {
+                        (clean, Move::Retreat)
+                    }
+                    _ => (target, kind),
                 };
                 let d = if target < from {
                     Decision::Down(target)
@@ -769,12 +879,16 @@ impl ThrottleGovernor {
             }
             Judgement::Clean(_) => {}
         }
-        if from >= p.ceiling {
+        if from >= p.ceiling || plateau {
             return (Decision::Hold, Move::Plain);
         }
         let (target, kind) = match (self.state.last_bad, r.reprobe) {
-            // The opening slow start: the default's doubling.
-            (None, None) => ((from * 2.0).max(from + 1.0), Move::Plain),
+            // The opening slow start: the default's doubling while the
+            // offer is small, then a gain that shrinks with every Up.
+            (None, None) if from < SLOW_START_DOUBLING_BELOW => {
+                ((from * 2.0).max(from + 1.0), Move::Plain)
+            }
+            (None, None) => ((from * (1.0 + r.opening_gain)).max(from + 1.0), Move::Plain),
             // Re-probing after a memory clear.
             (None, Some(inc)) => ((from * 2.0).max(from + 1.0).min(from + inc), Move::Additive),
             (Some(bad), _) => {
@@ -787,7 +901,7 @@ impl ThrottleGovernor {
                 // A probe back up to an offer that failed waits until it
                 // has paid for the last one.
                 let paid = match r.owed {
-                    Some((at, owed)) if self.at_or_above(from, at) => {
+                    Some((at, owed)) if self.at_or_above(from, at) || probe > at => {
                         r.clean_attempts >= owed || r.clean_run >= MAX_COST_DWELL
                     }
                     _ => true,

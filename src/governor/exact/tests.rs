@@ -197,7 +197,9 @@ proptest! {
         let mut stuck = 0;
         for _ in 0..100 {
             let from = g.state().current;
-            let o = g.step(1000.0, 0.0);
+            // Attempts grow with the offer, as a tool's do: robust holds
+            // an offer that adds no successes (its plateau rule).
+            let o = g.step(1000.0 * from.max(1.0), 0.0);
             if let Decision::Up(to) = o.decision {
                 prop_assert!(to - from >= g.params().resolution_at(from), "{o:?}");
             }

@@ -148,11 +148,62 @@ fn slow_start_still_climbs_on_one_thin_clean_window() {
 }
 
 #[test]
-fn slow_start_doubles_like_the_default() {
+fn slow_start_doubles_like_the_default_while_small() {
+    let mut g = robust(32.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 64.0);
+    let mut d = default(32.0, None);
+    assert_to(&d.step(1000.0, 0.0), "up", 64.0);
+}
+
+#[test]
+fn the_opening_slow_start_slows_down_once_the_offer_is_large() {
+    // From SLOW_START_DOUBLING_BELOW (64) on: x1.5, x1.25, then x1.125 for
+    // good; the default keeps doubling (64, 128, 256, 512).
     let mut g = robust(64.0, None);
-    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
     let mut d = default(64.0, None);
-    assert_to(&d.step(1000.0, 0.0), "up", 128.0);
+    for (to, default_to) in [(96.0, 128.0), (120.0, 256.0), (135.0, 512.0)] {
+        // Attempts follow the offer, as a tool's do.
+        let n = 100.0 * g.state().current;
+        assert_to(&g.step(n, 0.0), "up", to);
+        assert_to(&d.step(n, 0.0), "up", default_to);
+    }
+    assert_to(&g.step(100.0 * 135.0, 0.0), "up", 135.0 * 1.125);
+    // Small offers are untouched: 1, 2, 4, ... as the real tools climb.
+    let mut g = robust(1.0, None);
+    for to in [2.0, 4.0, 8.0, 16.0, 32.0, 64.0] {
+        let n = 100.0 * g.state().current;
+        assert_to(&g.step(n, 0.0), "up", to);
+    }
+}
+
+#[test]
+fn the_opening_overshoot_goes_back_to_the_last_clean_offer() {
+    let mut g = robust(32.0, None);
+    assert_to(&g.step(3200.0, 0.0), "up", 64.0);
+    // 75 % fail: the default factor (x0.25) would go to 16, below 32, the
+    // offer just judged clean.
+    let o = g.step(6400.0, 4800.0);
+    assert_to(&o, "down", 32.0);
+    assert_eq!(o.last_bad, Some(64.0));
+    let mut d = default(64.0, None);
+    assert_to(&d.step(6400.0, 4800.0), "down", 16.0);
+}
+
+#[test]
+fn an_offer_that_adds_no_successes_does_not_climb() {
+    // 1000 attempts at 10, then 1000 at 20: twice the offer, no more
+    // successes (a queue: the target completes what it can, later).
+    let mut g = robust(10.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 20.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+    let mut d = default(20.0, None);
+    assert_to(&d.step(1000.0, 0.0), "up", 40.0);
+    // When the successes follow the offer again, it climbs.
+    assert_to(&g.step(2000.0, 0.0), "up", 40.0);
+    // A small drop is noise, not a plateau.
+    let mut g = robust(10.0, None);
+    g.step(1000.0, 0.0);
+    assert_to(&g.step(1600.0, 0.0), "up", 40.0);
 }
 
 #[test]
@@ -187,10 +238,10 @@ fn a_growing_overload_backs_off_again_and_keeps_the_highest_last_bad() {
 
 #[test]
 fn the_window_after_an_up_is_judged_at_once() {
-    let mut g = robust(64.0, None);
-    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
-    assert_to(&g.step(1000.0, 0.0), "up", 256.0);
-    assert_to(&g.step(1000.0, 500.0), "down", 128.0);
+    let mut g = robust(16.0, None);
+    assert_to(&g.step(1600.0, 0.0), "up", 32.0);
+    assert_to(&g.step(3200.0, 0.0), "up", 64.0);
+    assert_to(&g.step(6400.0, 3200.0), "down", 32.0);
 }
 
 /// A robust rate governor held at its ceiling of 100, so clean windows hold.
@@ -291,18 +342,19 @@ fn a_real_capacity_drop_shows_itself_again_and_is_backed_off() {
 
 #[test]
 fn the_reclimb_stops_at_the_last_offer_seen_clean() {
-    let mut g = robust(64.0, None);
-    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
-    let o = g.step(1000.0, 750.0);
-    assert_to(&o, "down", 32.0);
-    assert_eq!(o.last_bad, Some(128.0));
-    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
-    assert_to(&g.step(1000.0, 0.0), "up", 48.0);
-    // Default would reclimb to min(72, 0.75 * 128 = 96); 64 was the last
+    let mut g = robust(48.0, Some(200.0));
+    assert_to(&g.step(4800.0, 0.0), "up", 72.0);
+    let o = g.step(7200.0, 5400.0);
+    assert_to(&o, "down", 18.0);
+    assert_eq!(o.last_bad, Some(72.0));
+    assert_hold(&g.step(1800.0, 0.0), HoldReason::Settling);
+    assert_to(&g.step(1800.0, 0.0), "up", 27.0);
+    assert_to(&g.step(2700.0, 0.0), "up", 40.5);
+    // Default would reclimb to min(60.75, 0.75 * 72 = 54); 48 was the last
     // clean offer.
-    assert_to(&g.step(1000.0, 0.0), "up", 64.0);
-    let mut d = default(48.0, Some(128.0));
-    assert_to(&d.step(1000.0, 0.0), "up", 72.0);
+    assert_to(&g.step(4050.0, 0.0), "up", 48.0);
+    let mut d = default(40.5, Some(72.0));
+    assert_to(&d.step(4050.0, 0.0), "up", 54.0);
 }
 
 #[test]
@@ -348,15 +400,15 @@ fn a_failed_probe_that_breaches_goes_back_no_further_than_its_start() {
 
 #[test]
 fn a_large_up_into_the_dead_band_backs_off_a_step() {
-    let mut g = robust(64.0, None);
-    assert_to(&g.step(1000.0, 0.0), "up", 128.0);
-    assert_to(&g.step(1000.0, 30.0), "down", 128.0 * BAND_BACK_OFF);
-    let mut d = default(128.0, None);
-    assert_hold(&d.step(1000.0, 30.0), HoldReason::DeadBand);
+    let mut g = robust(32.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 64.0);
+    assert_to(&g.step(2000.0, 60.0), "down", 64.0 * BAND_BACK_OFF);
+    let mut d = default(64.0, None);
+    assert_hold(&d.step(2000.0, 60.0), HoldReason::DeadBand);
     // Below 40 % of high, the band is held like the default holds it.
-    let mut g = robust(64.0, None);
+    let mut g = robust(32.0, None);
     g.step(1000.0, 0.0);
-    assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
+    assert_hold(&g.step(2000.0, 30.0), HoldReason::DeadBand);
 }
 
 #[test]
@@ -376,10 +428,13 @@ fn after_a_memory_clear_the_reprobe_adds_doubling_increments() {
     assert_to(&g.step(1000.0, 0.0), "up", 1040.0);
     let clear = g.step(1000.0, 0.0);
     assert!(clear.memory_cleared);
-    // +25 % of the clearing offer, then 50 %, then capped by slow start's x2.
-    assert_to(&clear, "up", 1040.0 + 260.0);
-    assert_to(&g.step(1000.0, 0.0), "up", 1300.0 + 520.0);
-    assert_to(&g.step(1000.0, 0.0), "up", 1820.0 + 1040.0);
+    // +10 % of the clearing offer, then 20 %, 40 %, ... (Attempts follow
+    // the offer, as a tool's do.)
+    assert_to(&clear, "up", 1040.0 + 104.0);
+    assert_to(&g.step(1144.0, 0.0), "up", 1144.0 + 208.0);
+    assert_to(&g.step(1352.0, 0.0), "up", 1352.0 + 416.0);
+    assert_to(&g.step(1768.0, 0.0), "up", 1768.0 + 832.0);
+    assert_to(&g.step(2600.0, 0.0), "up", 2600.0 + 1664.0);
 
     let mut d = default(1000.0, Some(1000.0));
     d.step(1000.0, 0.0);
@@ -439,11 +494,11 @@ fn after_a_failed_probe(failed: f64) -> ThrottleGovernor {
 #[test]
 fn a_probe_past_a_fast_failing_wall_waits_until_it_has_paid_for_itself() {
     // 600 of 1000 failed (a wall whose rejections come back fast): the next
-    // probe to that offer waits for 600 / high = 12,000 clean attempts, 12
-    // verdicts of 1000, not the 2 of the doubling dwell alone.
+    // probe to that offer waits for 600 / (PROBE_COST_SHARE high) = 24,000
+    // clean attempts, 24 verdicts of 1000, not the 2 of the doubling dwell
+    // alone (nor the 12 of paying at high).
     let mut g = after_a_failed_probe(600.0);
-    // (The doubling dwell alone would probe at the second.)
-    for _ in 1..12 {
+    for _ in 1..24 {
         assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
     }
     assert_to(&g.step(1000.0, 0.0), "up", 100.0 + 0.02 * 102.08);
@@ -456,13 +511,69 @@ fn a_probe_past_a_fast_failing_wall_waits_until_it_has_paid_for_itself() {
 
 #[test]
 fn a_failed_probes_cost_waits_at_most_max_cost_dwell_verdicts() {
-    // 600 failed: 12,000 clean attempts owed, and verdicts of 100 attempts
-    // would take 120 of them.
-    let mut g = after_a_failed_probe(600.0);
+    // 3000 of 5000 failed: 120,000 clean attempts owed, and verdicts of
+    // 1000 attempts would take 120 of them.
+    let mut g = robust(100.0, Some(104.0));
+    assert_to(&g.step(1000.0, 0.0), "up", 102.08);
+    assert_to(&g.step(5000.0, 3000.0), "down", 100.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
     for _ in 1..MAX_COST_DWELL {
-        assert_hold(&g.step(100.0, 0.0), HoldReason::Dwelling);
+        assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
     }
-    assert_to(&g.step(100.0, 0.0), "up", 100.0 + 0.02 * 102.08);
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0 + 0.02 * 102.08);
+}
+
+#[test]
+fn a_failed_probes_cost_holds_a_probe_that_would_pass_its_start() {
+    let mut g = after_a_failed_probe(600.0);
+    // The tool runs 99 now: a probe from there (+2.04) would pass 100,
+    // where the failed probe started, so it pays the cost too.
+    g.set_current(99.0);
+    for _ in 1..24 {
+        assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+    }
+    assert_to(&g.step(1000.0, 0.0), "up", 99.0 + 0.02 * 102.08);
+}
+
+#[test]
+fn failing_on_where_a_failed_probe_returned_makes_the_next_one_wait_longest() {
+    let mut g = robust(100.0, Some(104.0));
+    g.step(1000.0, 0.0); // probe to 102.08
+    g.step(1000.0, 30.0); // undone, back at 100: 30 failures owe 1200
+    assert_hold(&g.step(1000.0, 30.0), HoldReason::Settling);
+    // Still failing where it was clean: retries left by the probe.
+    assert_to(&g.step(1000.0, 30.0), "down", 90.0);
+    // Back at 100 (the tool's own doing), a probe from there waits the
+    // longest cost dwell, not the 2 verdicts its 30 failures would owe.
+    g.set_current(100.0);
+    for _ in 1..MAX_COST_DWELL {
+        assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+    }
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0 + 0.02 * 102.08);
+}
+
+#[test]
+fn only_nearly_failure_free_verdicts_clear_the_memory() {
+    // 0.5 % fails: clean (below low = 1 %), but not evidence that the wall
+    // at last_bad is gone.
+    let mut g = robust(100.0, Some(100.0));
+    let mut d = default(100.0, Some(100.0));
+    for _ in 0..3 {
+        assert!(!g.step(1000.0, 5.0).memory_cleared);
+    }
+    let mut cleared = false;
+    for _ in 0..3 {
+        cleared |= d.step(1000.0, 5.0).memory_cleared;
+    }
+    assert!(cleared, "the default clears on any clean verdict");
+    // Two failures in 1000 (0.2 %) count.
+    let mut g = robust(100.0, Some(100.0));
+    let mut cleared = false;
+    for _ in 0..3 {
+        let n = 10.0 * g.state().current;
+        cleared |= g.step(n, n * 0.002).memory_cleared;
+    }
+    assert!(cleared, "the memory never cleared");
 }
 
 #[test]
@@ -491,4 +602,20 @@ fn a_memory_clear_forgets_a_failed_probes_cost() {
     }
     assert!(cleared, "the memory never cleared");
     assert_eq!(g.robust.owed, None);
+}
+
+#[test]
+fn the_probe_dwell_keeps_doubling_past_32_verdicts() {
+    // A wall that stays put: every failed probe doubles the wait, up to
+    // MAX_DWELL (128) clean verdicts, where 32 used to be the most.
+    let mut g = robust(100.0, Some(104.0));
+    for _ in 0..6 {
+        g.robust.probe_failed();
+    }
+    assert_eq!(g.robust.dwell, 64);
+    for _ in 0..4 {
+        g.robust.probe_failed();
+    }
+    assert_eq!(g.robust.dwell, MAX_DWELL);
+    assert_eq!(MAX_DWELL, 128);
 }
