@@ -552,7 +552,10 @@ pub enum Profile {
     #[default]
     Default,
     /// The default rules plus the evidence, lag and re-probe fixes of
-    /// [`robust`], for noisy, lagged and drifting targets.
+    /// [`robust`], for noisy, lagged and drifting targets and long runs:
+    /// pooled evidence before a verdict, a slow start that slows down from
+    /// 64 on, probes that pay for their failures, and no climb while the
+    /// successes stop following the offer (a plateau).
     Robust,
 }
 
