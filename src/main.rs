@@ -65,8 +65,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// A runtime with `threads` worker threads (0: one per core). One thread
 /// runs on the current-thread scheduler: no work stealing, no wake-ups
-/// across threads, and no allocator arena shared between two threads,
-/// which at 10,000 targets cost the controller a fifth of its CPU.
+/// across threads, and no task's memory freed by another thread than the
+/// one that allocated it (glibc then takes the other arena's lock), which
+/// at 10,000 targets cost the controller a fifth of its CPU.
 fn runtime_with(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
     let mut builder = match threads {
         1 => tokio::runtime::Builder::new_current_thread(),
