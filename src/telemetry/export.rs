@@ -687,7 +687,10 @@ impl Exporter {
                     }
                 }
             }
-            Event::Advice(text) => info!(target = %name, "{name}: {text}"),
+            Event::Advice(text) => {
+                info!(target = %name, "{name}: {text}");
+                self.update(|s| s.advice = Some(text));
+            }
         }
     }
 }

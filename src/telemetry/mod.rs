@@ -193,6 +193,10 @@ pub struct TargetStatus {
     /// The latency bound, when one is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyBoundStatus>,
+    /// The profile advice logged for this target, if any (at most one a
+    /// run, under the default profile): the signature seen, why, and the
+    /// suggestion to try `profile = "robust"`.
+    pub advice: Option<String>,
 }
 
 /// A target's latency bound, for the status and the report.
@@ -547,6 +551,7 @@ impl TargetStatus {
             writes_confirmed: true,
             outside_writer_conflict: false,
             latency: None,
+            advice: None,
         }
     }
 }

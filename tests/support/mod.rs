@@ -565,6 +565,68 @@ impl LimitedTarget {
     }
 }
 
+/// A loopback target with no capacity limit that fails a fixed share of
+/// its requests whatever the load (background failures), each answered
+/// after `service`: with few clients, every window resolves only a few
+/// dozen attempts, so one or two failures decide it (tiny samples).
+pub struct NoisyTarget {
+    pub addr: SocketAddr,
+    pub served: Arc<std::sync::atomic::AtomicU64>,
+    pub failed: Arc<std::sync::atomic::AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for NoisyTarget {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl NoisyTarget {
+    /// Fails `failure_share` of the requests (chosen by a seeded
+    /// xorshift, so the share holds over any few hundred requests).
+    pub async fn start(service: Duration, failure_share: f64) -> NoisyTarget {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let served = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicU64::new(0));
+        let state = Arc::new(AtomicU64::new(0x9E37_79B9_7F4A_7C15));
+        let (s, f) = (served.clone(), failed.clone());
+        let app = Router::new().fallback(move || {
+            let (s, f, state) = (s.clone(), f.clone(), state.clone());
+            async move {
+                tokio::time::sleep(service).await;
+                let mut x = state.load(Ordering::Relaxed);
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                state.store(x, Ordering::Relaxed);
+                if (x >> 11) as f64 / ((1u64 << 53) as f64) < failure_share {
+                    f.fetch_add(1, Ordering::Relaxed);
+                    (StatusCode::INTERNAL_SERVER_ERROR, "background failure").into_response()
+                } else {
+                    s.fetch_add(1, Ordering::Relaxed);
+                    "ok".into_response()
+                }
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        NoisyTarget {
+            addr,
+            served,
+            failed,
+            task,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
 struct InFlight(Arc<std::sync::atomic::AtomicUsize>);
 
 impl Drop for InFlight {
