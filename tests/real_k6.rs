@@ -19,15 +19,10 @@ use support::{target_status, LimitedTarget, NoisyTarget};
 /// Concurrent requests the target admits.
 const LIMIT: usize = 10;
 
-async fn k6_run(profile: &str) {
-    let _serial = serial().await;
-    let t0 = Instant::now();
-    let target = LimitedTarget::fast_fail(LIMIT).await;
-    let Some(mut k6) = K6::start(&target.url(), &[], &[]).await else {
-        return;
-    };
-    let api = &k6.api;
-    let config = format!(
+/// The target `k6`, read and written through k6's REST API at `api`
+/// (`head` from `target_head`).
+fn k6_config(api: &str, head: &str) -> String {
+    format!(
         r#"{head}
 [targets.signal]
 kind = "k6"
@@ -37,9 +32,18 @@ failures = "failed_attempts"
 [targets.control]
 kind = "k6"
 url = "{api}"
-"#,
-        head = target_head("k6", 40, "2s", profile)
-    );
+"#
+    )
+}
+
+async fn k6_run(profile: &str) {
+    let _serial = serial().await;
+    let t0 = Instant::now();
+    let target = LimitedTarget::fast_fail(LIMIT).await;
+    let Some(mut k6) = K6::start(&target.url(), &[], &[]).await else {
+        return;
+    };
+    let config = k6_config(&k6.api, &target_head("k6", 40, "2s", profile));
     let watch = Watch {
         settle: settle_for(profile, 50),
         tail: Duration::from_secs(25),
@@ -81,20 +85,7 @@ async fn k6_tiny_samples(profile: &str) -> Option<Option<String>> {
     let _serial = serial().await;
     let target = NoisyTarget::start(Duration::from_millis(100), 0.07).await;
     let k6 = K6::start(&target.url(), &[], &[]).await?;
-    let api = &k6.api;
-    let config = format!(
-        r#"{head}
-[targets.signal]
-kind = "k6"
-url = "{api}"
-failures = "failed_attempts"
-
-[targets.control]
-kind = "k6"
-url = "{api}"
-"#,
-        head = target_head("k6", 4, "1s", profile)
-    );
+    let config = k6_config(&k6.api, &target_head("k6", 4, "1s", profile));
     let config = throttle_governor::config::Config::parse(&config).unwrap();
     let running = throttle_governor::supervisor::start(
         &config,

@@ -545,11 +545,7 @@ impl LimitedTarget {
                 "ok".into_response()
             }
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, task) = serve_loopback(app).await;
         LimitedTarget {
             addr,
             limit,
@@ -609,11 +605,7 @@ impl NoisyTarget {
                 }
             }
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, task) = serve_loopback(app).await;
         NoisyTarget {
             addr,
             served,
@@ -625,6 +617,16 @@ impl NoisyTarget {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
+}
+
+/// Serves `app` on 127.0.0.1 at a free port, until the task is aborted.
+async fn serve_loopback(app: Router) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, task)
 }
 
 struct InFlight(Arc<std::sync::atomic::AtomicUsize>);
