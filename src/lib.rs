@@ -9,7 +9,7 @@
 //!
 //! # Layout
 //! The pipeline, one module per stage, in the order data flows. The module
-//! graph is acyclic (`tests/module_graph.rs` fails on a cycle): each stage
+//! graph is acyclic (`tests/inproc/module_graph.rs` fails on a cycle): each stage
 //! imports only the stages above it in this table.
 //!
 //! | stage | module | what lives there |

@@ -6,7 +6,7 @@
 //! value contains `,` or `=`, mangles labels written with blanks inside the
 //! braces, does not decode escapes, and returns `Ok` with zero samples for
 //! binary garbage (see `PROMETHEUS-PARSE.md` and
-//! `tests/exposition_differential.rs`). A dropped failure sample undercounts
+//! `tests/inproc/exposition_differential.rs`). A dropped failure sample undercounts
 //! failures, and the governor then pushes harder into a target that is
 //! already failing. Here every line that is not blank and not a
 //! `#` comment either becomes a sample, with all labels unescaped, or fails the

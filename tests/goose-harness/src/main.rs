@@ -3,7 +3,7 @@
 //! One scenario, one transaction: `GET /` in a loop with no wait, so the
 //! concurrency the target sees equals the number of Goose users. Every
 //! option comes from the command line (`--host`, `--users`,
-//! `--websocket`, ...), which tests/live_goose.rs passes.
+//! `--websocket`, ...), which tests/real/goose.rs passes.
 
 use goose::prelude::*;
 

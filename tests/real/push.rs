@@ -14,7 +14,7 @@
 //! (see `tests/support/real.rs`), is bounded to 150 s, and stops every
 //! process it started (Drop guards). Think time is zero.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -168,6 +168,7 @@ url = "{web}"
     m.assert_criteria();
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushgateway_scraped_default_profile() {
     push_run(Path::Pushgateway, "default").await;
@@ -183,6 +184,7 @@ async fn push_signal_default_profile() {
     push_run(Path::Controller, "default").await;
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_signal_robust_profile() {
     push_run(Path::Controller, "robust").await;

@@ -2,7 +2,7 @@
 //! reload is rejected and the old config keeps running; SIGHUP reloads the
 //! real binary.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};

@@ -14,7 +14,7 @@
 //! one request in flight, so the target's concurrency is the user count and
 //! the known limit is in users.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -77,11 +77,13 @@ async fn locust_one_process_default_profile() {
     locust_run(0, "default").await;
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locust_one_process_robust_profile() {
     locust_run(0, "robust").await;
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locust_master_and_two_workers_default_profile() {
     locust_run(2, "default").await;

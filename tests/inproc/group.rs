@@ -1,7 +1,7 @@
 //! Target groups over real sockets: instances scraped directly, one killed
 //! mid-run; instances from a watched `file_sd` file and from HTTP SD.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

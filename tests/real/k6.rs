@@ -9,7 +9,7 @@
 //! path (a Drop guard). Think time is zero: each VU keeps one request in
 //! flight, so the known limit is in VUs.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -67,6 +67,7 @@ async fn k6_rest_api_default_profile() {
     k6_run("default").await;
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k6_rest_api_robust_profile() {
     k6_run("robust").await;
@@ -136,6 +137,7 @@ async fn k6_tiny_samples_bring_profile_advice_under_the_default() {
     assert!(advice.ends_with("try profile = \"robust\""), "{advice}");
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k6_tiny_samples_bring_no_advice_under_robust() {
     if let Some(advice) = k6_tiny_samples("robust").await {

@@ -13,7 +13,7 @@
 //! `tests/support/real.rs`), is bounded to 150 s, and stops every process it
 //! started (Drop guards).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -67,6 +67,7 @@ url = "{api}"
     m.assert_criteria();
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k6_remote_write_promql_default_profile() {
     promql_run("default").await;

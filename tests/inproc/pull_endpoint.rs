@@ -4,7 +4,7 @@
 //! the in-process fake of `tests/support`, gated by a puller task that sets
 //! its workers to the pulled offer. Every test is bounded in time.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

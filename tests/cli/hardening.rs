@@ -5,7 +5,7 @@
 //! Each test fails without its fix; docs/RELIABILITY.md's fault matrix
 //! names them.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

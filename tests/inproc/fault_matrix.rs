@@ -4,7 +4,7 @@
 //! applied (default: floor after 3 invalid windows), and recovery once the
 //! fault clears. docs/RELIABILITY.md lists the matrix.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! listener, and the pushed sequences form the expected windows, both as
 //! cumulative counters and as per-push deltas.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -133,7 +133,7 @@ fn seed() -> u64 {
 
 #[test]
 fn fuzz_config() {
-    let example = include_str!("../config/example.toml");
+    let example = include_str!("../../config/example.toml");
     let corpus = [
         example,
         "[[targets]]\nname = \"a\"\nknob = \"rate\"\nfloor = 1\nhigh = 0.05\n[targets.signal]\nkind = \"prometheus\"\nurl = \"http://127.0.0.1:1/m\"\nattempts = 'a'\nfailures = 'b'\noffer = 'c'\n[targets.control]\nkind = \"http\"\nurl = \"http://127.0.0.1:1/w\"\n",

@@ -4,7 +4,7 @@
 //! the logs (text and JSON), `check` output, `/api/v1/targets`, /metrics or
 //! the reports. And credentials written inline are refused by `check`.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! off, and settle near the limit. Bounded to 90 s; Goose is killed on
 //! every exit path (a Drop guard).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

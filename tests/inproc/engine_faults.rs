@@ -2,7 +2,7 @@
 //! writes applied late, never applied, or hanging; read-backs beyond the
 //! bounds or impossible; and a second governor on the same tool.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The live controller over real sockets: a fake load tool with a known
 //! capacity on 127.0.0.1, the real supervisor, real HTTP both ways.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -394,6 +394,6 @@ async fn slow_clients_are_cut_off() {
     let head = String::from_utf8_lossy(&buf[..n]);
     assert!(head.starts_with("HTTP/1.1 408"), "{head}");
 
-    // (Body-size refusals of the push endpoint are tested in tests/push.rs.)
+    // (Body-size refusals of the push endpoint are tested in tests/inproc/push.rs.)
     running.shutdown(Duration::from_secs(5)).await;
 }

@@ -10,7 +10,7 @@
 //! effective concurrency, and the capacity report gives its figure.
 //! Bounded to 120 s; k6 is killed on every exit path (a Drop guard).
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::sync::atomic::Ordering;

@@ -2,7 +2,7 @@
 //! scraping real `sim` processes every second, and against a fake API for
 //! what a real one cannot be made to do on cue (stale samples, headers).
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

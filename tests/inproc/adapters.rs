@@ -4,7 +4,7 @@
 //! handling of its tool going down, restarting (a counter reset) and
 //! answering garbage: counted in the metrics, never a panic.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::Duration;

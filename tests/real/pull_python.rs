@@ -8,7 +8,7 @@
 //! gives the rate it actually received, and the report its capacity figure. Bounded to 120 s; the harness is
 //! killed on every exit path (a Drop guard).
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::sync::atomic::Ordering;

@@ -4,7 +4,7 @@
 //! with window attribution (late writes), each on a group of two
 //! fake tools on 127.0.0.1.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

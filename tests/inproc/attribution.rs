@@ -1,6 +1,6 @@
 //! Writes that never land (issue 13), over real sockets against the
 //! in-process fake tool (`tests/support`), for the cases
-//! `tests/engine_faults.rs` does not cover:
+//! `tests/inproc/engine_faults.rs` does not cover:
 //!
 //! - a whole admin API (writes and read-backs) that hangs: the controller
 //!   cannot learn what the tool runs, so it decides on no window and the
@@ -10,11 +10,11 @@
 //!   hangs, or whose writes are never applied: no capacity, never steady.
 //!
 //! Late writes, and the in-process never-applied and hanging-write cases,
-//! are in `tests/engine_faults.rs`.
+//! are in `tests/inproc/engine_faults.rs`.
 //!
 //! Each run is bounded (at most 25 s) and stops what it started.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

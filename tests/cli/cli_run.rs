@@ -1,7 +1,7 @@
 //! The binary end to end: `demo`, `check`, `sim` + `run --until-steady`,
 //! and the HTML report in headless Chromium. Real processes, real sockets.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
