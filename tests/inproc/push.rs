@@ -104,6 +104,35 @@ async fn next_record(tel: &Arc<Telemetry>, name: &str, after: usize) -> WindowRe
     }
 }
 
+/// Sums (attempts, failures) over the target's windows from `after` on until
+/// the attempts reach `want` (bounded); returns the sums and the index of
+/// the first window after them.
+async fn traffic_since(
+    tel: &Arc<Telemetry>,
+    name: &str,
+    after: usize,
+    want: f64,
+) -> ((f64, f64), usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let h = attributable(tel, name);
+        let (mut a, mut f) = (0.0, 0.0);
+        for (i, r) in h.iter().enumerate().skip(after) {
+            a += r.attempts.unwrap_or(0.0);
+            f += r.failures.unwrap_or(0.0);
+            if a >= want {
+                return ((a, f), i + 1);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {a} of {want} attempts counted: {:?}",
+            &h[after.min(h.len())..]
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Waits until the target has recorded its baseline; returns the history length.
 async fn wait_baseline(tel: &Arc<Telemetry>, name: &str) -> usize {
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -199,15 +228,18 @@ async fn curl_pushes_form_cumulative_and_per_push_delta_windows() {
         ),
         200
     );
-    let w = next_record(&tel, "cum", n_cum).await;
-    assert_eq!((w.attempts, w.failures), (Some(200.0), Some(10.0)), "{w:?}");
-    let w = next_record(&tel, "delta", n_delta).await;
-    assert_eq!((w.attempts, w.failures), (Some(50.0), Some(5.0)), "{w:?}");
+    // (Under load a window may close between two pushes, or between the
+    // baseline and the next push: the pushes are summed over the windows
+    // that carry them, and nothing else may be counted.)
+    let (counts, n_cum) = traffic_since(&tel, "cum", n_cum, 200.0).await;
+    assert_eq!(counts, (200.0, 10.0));
+    let (counts, n_delta) = traffic_since(&tel, "delta", n_delta, 50.0).await;
+    assert_eq!(counts, (50.0, 5.0));
 
     // A window without pushes: cumulative sees no traffic, deltas see none.
-    let w = next_record(&tel, "cum", n_cum + 1).await;
+    let w = next_record(&tel, "cum", n_cum).await;
     assert_eq!(w.attempts, Some(0.0), "{w:?}");
-    let w = next_record(&tel, "delta", n_delta + 1).await;
+    let w = next_record(&tel, "delta", n_delta).await;
     assert_eq!(w.attempts, Some(0.0), "{w:?}");
 
     // Refusals: unknown job, other grouping labels, garbage, protobuf.
