@@ -29,16 +29,24 @@
 //!   Only a clean window climbs (GOVERNOR.md's climb, unchanged) and only a
 //!   clean window at or above `last_bad` counts towards clearing the
 //!   congestion memory.
+//! - **Approach in the band**: when `frac < low` and
+//!   `lat_low <= obs <= bound`, probe one additive step
+//!   (`max(0.02 * last_bad, 1)`; before any breach `max(0.02 * offer, 1)`)
+//!   while the step stays strictly below `last_bad`: the figure is the
+//!   highest offer within the bound, one step under the offer that breached,
+//!   not wherever slow start happened to enter the band.
 //! - Otherwise **hold**: `dead-band` when `frac` is in its band, and
-//!   `latency-band` when `frac` is clean but `lat_low <= obs <= bound`.
+//!   `latency-band` when `frac` is clean but `lat_low <= obs <= bound` and
+//!   the next step would reach `last_bad`.
 //! - **No quantile** (the window had no observations, or the latency source
 //!   failed) is never read as fast: the window may still back off on its
 //!   failures, but it does not climb and gives no clean evidence (hold,
 //!   reason `no-latency`).
 //!
 //! Under the `robust` profile, a latency breach backs off at once (the
-//! quantile is not pooled) and a window that is not latency-clean holds;
-//! a latency-clean window goes to the robust rules unchanged.
+//! quantile is not pooled), a band window approaches the bound as above
+//! and any other window that is not latency-clean holds; a latency-clean
+//! window goes to the robust rules unchanged.
 
 use serde::Serialize;
 
@@ -147,6 +155,11 @@ impl ThrottleGovernor {
             return self.annotate(o, lat, false);
         }
         if !lat_breach && robust {
+            if frac < p.low {
+                if let Some(o) = self.band_probe(attempts, failures, false, lat) {
+                    return o;
+                }
+            }
             // Not latency-clean: no climb; the robust pool skips the window.
             let reason = if lat.observed.is_none() {
                 HoldReason::NoLatency
@@ -182,6 +195,11 @@ impl ThrottleGovernor {
             return self.finish_down(raw, from, signal, memory_cleared, lat, true);
         }
         // Failures clean or in their band, latency in its band or unknown.
+        if frac < p.low {
+            if let Some(o) = self.band_probe(attempts, failures, memory_cleared, lat) {
+                return o;
+            }
+        }
         let reason = if frac >= p.low {
             HoldReason::DeadBand
         } else if lat.observed.is_none() {
@@ -191,6 +209,57 @@ impl ThrottleGovernor {
         };
         let o = self.hold(reason, Some(signal), memory_cleared);
         self.annotate(o, lat, reason != HoldReason::DeadBand)
+    }
+
+    /// The approach to the bound: a window whose failures are clean and
+    /// whose quantile lies in the band (`low <= obs <= bound`) probes one
+    /// additive step (`max(0.02 * last_bad, 1)`, or `max(0.02 * offer, 1)`
+    /// before any breach) while that step stays strictly below `last_bad`:
+    /// the band climbs until the first breach above it, then holds one step
+    /// under the offer that breached. `None` when it holds.
+    ///
+    /// Why: a band that always held kept wherever slow start happened to
+    /// land in it (16 of a latency capacity of 21 on a real queueing proxy),
+    /// and a report of that offer as "latency binds" although no window
+    /// ever reached the bound (issue 26).
+    fn band_probe(
+        &mut self,
+        attempts: f64,
+        failures: f64,
+        memory_cleared: bool,
+        lat: LatencyWindow,
+    ) -> Option<Outcome> {
+        let observed = lat.observed?;
+        if observed < lat.low || observed > lat.bound {
+            return None;
+        }
+        let p = self.params;
+        let from = self.state.current;
+        let bad = self.state.last_bad;
+        let step = (0.02 * bad.unwrap_or(from)).max(1.0);
+        let raw = Decision::Up((from + step).min(p.ceiling));
+        let Decision::Up(to) = p.round(self.exact_up(raw, from), from) else {
+            return None;
+        };
+        if to <= from || bad.is_some_and(|b| to >= b) {
+            return None;
+        }
+        self.state.current = to;
+        self.last_up = Some((from, to));
+        if self.profile == Profile::Robust {
+            self.robust_offer_changed();
+        }
+        let signal = self.signal_of(attempts, failures);
+        let o = self.outcome(
+            Decision::Up(to),
+            from,
+            to,
+            Some(Mode::Probing),
+            None,
+            signal,
+            memory_cleared,
+        );
+        Some(self.annotate(o, lat, true))
     }
 
     /// A breach's decision: a Down records `last_bad`, a Hold is at the floor.
@@ -315,9 +384,10 @@ mod tests {
         g.set_current(8.0);
         let o = g.step_with_latency(100.0, 0.0, lat(Some(0.1)));
         assert_eq!(o.decision, Decision::Up(16.0));
+        // In the band with no breach seen, the band approaches the bound.
         let o = g.step_with_latency(100.0, 0.0, lat(Some(0.22)));
-        assert_eq!(o.decision, Decision::Hold);
-        assert_eq!(o.reason, Some(HoldReason::LatencyBand));
+        assert_eq!(o.decision, Decision::Up(17.0));
+        assert_eq!(o.mode, Some(Mode::Probing));
         assert!(o.latency.unwrap().drove);
         let o = g.step_with_latency(100.0, 0.0, lat(None));
         assert_eq!(o.reason, Some(HoldReason::NoLatency));
@@ -325,6 +395,62 @@ mod tests {
         let o = g.step_with_latency(100.0, 3.0, lat(Some(0.1)));
         assert_eq!(o.reason, Some(HoldReason::DeadBand));
         assert!(!o.latency.unwrap().drove);
+    }
+
+    /// Issue 26: the band approaches the bound one step at a time until the
+    /// first breach, then holds one step under the offer that breached, so
+    /// the figure is the highest offer within the bound, wherever slow
+    /// start entered the band.
+    #[test]
+    fn the_band_approaches_the_bound_then_holds_under_the_breach() {
+        for robust in [false, true] {
+            let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, 0.05, None).unwrap();
+            let profile = if robust {
+                Profile::Robust
+            } else {
+                Profile::Default
+            };
+            let mut g = ThrottleGovernor::with_profile(p, profile);
+            g.set_current(16.0);
+            // A queue whose p99 crosses the bound (0.25 s) above 21.
+            let p99 = |n: f64| 0.2 + (n - 16.0) * 0.01;
+            let mut offers = vec![g.state().current];
+            for _ in 0..30 {
+                let n = g.state().current;
+                g.step_with_latency(1000.0, 0.0, lat(Some(p99(n))));
+                offers.push(g.state().current);
+            }
+            // 16 .. 21 in the band (0.20 .. 0.25 s), 22 over (0.26 s).
+            assert_eq!(
+                &offers[..7],
+                &[16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0],
+                "{profile:?}"
+            );
+            assert_eq!(g.state().last_bad, Some(22.0), "{profile:?}");
+            // Backed off by bound / obs (0.25 / 0.26, clamped at 0.9) to 19,
+            // then up the band to 21, one under the breach, and held there.
+            let tail = &offers[offers.len() - 10..];
+            assert!(tail.iter().all(|&o| o == 21.0), "{profile:?}: {offers:?}");
+        }
+    }
+
+    #[test]
+    fn the_band_holds_where_the_next_step_reaches_last_bad() {
+        let mut g = gov(100.0);
+        g.set_current(40.0);
+        g.step_with_latency(1000.0, 0.0, lat(Some(0.3125)));
+        assert_eq!(g.state().last_bad, Some(40.0));
+        g.set_current(39.0);
+        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.22)));
+        assert_eq!(o.decision, Decision::Hold);
+        assert_eq!(o.reason, Some(HoldReason::LatencyBand));
+        g.set_current(37.0);
+        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.22)));
+        assert_eq!(o.decision, Decision::Up(38.0));
+        // Failures in their dead band never probe.
+        g.set_current(37.0);
+        let o = g.step_with_latency(1000.0, 30.0, lat(Some(0.22)));
+        assert_eq!(o.reason, Some(HoldReason::DeadBand));
     }
 
     #[test]
