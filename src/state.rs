@@ -180,15 +180,44 @@ impl StateStore {
             path: self.path.display().to_string(),
             source,
         };
-        let result = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &self.path));
+        let result =
+            write_new(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, &self.path));
         if let Err(e) = result {
-            // A partial temporary file is no use to anyone.
+            // A partial temporary file is no use to anyone. `remove_file`
+            // removes a link itself, never what it points at.
             let _ = std::fs::remove_file(&tmp);
             self.dirty.store(true, Ordering::Release);
             return Err(io(e));
         }
         Ok(())
     }
+}
+
+/// Writes `bytes` to a file at `tmp` that this call creates itself, never
+/// through a symlink or into a file someone else prepared: a stale `tmp`
+/// (a crashed write, or a link planted by anyone who can write to the
+/// directory) is removed without following it, and the new file is opened
+/// with `O_CREAT | O_EXCL` (`create_new`), which refuses to follow a link
+/// at the last path component; on Unix also `O_NOFOLLOW`. If the name is
+/// taken again between the removal and the open, the write fails (counted
+/// and retried by the caller) rather than write anywhere else.
+fn write_new(tmp: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::fs::symlink_metadata(tmp) {
+        Ok(_) => std::fs::remove_file(tmp)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut file = options.open(tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -238,5 +267,73 @@ mod tests {
         std::fs::write(&path, "garbage").unwrap();
         let e = StateStore::open(&path).unwrap_err().to_string();
         assert!(e.contains("not valid JSON state"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// Issue 27 #1: a `.state.json.tmp` planted as a symlink to another file
+    /// in the state directory is neither written through nor left as the
+    /// state file. Fails on the old `std::fs::write(tmp)` + rename, which
+    /// overwrote the victim and renamed the link over `state.json`.
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_temporary_symlink_is_never_written_through() {
+        let dir = std::env::temp_dir().join(format!("tg-state-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.json");
+        let victim = dir.join("victim.conf");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(".state.json.tmp")).unwrap();
+        let s = StateStore::open(&path).unwrap();
+        s.set(
+            "a",
+            Memory {
+                last_bad: Some(7.0),
+                clean_streak: 0,
+            },
+        );
+        s.flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "state.json is not a regular file"
+        );
+        assert!(!dir.join(".state.json.tmp").exists());
+        assert_eq!(
+            StateStore::open(&path).unwrap().get("a").unwrap().last_bad,
+            Some(7.0)
+        );
+        // A stale regular temporary file (a crashed write) is replaced too.
+        std::fs::write(dir.join(".state.json.tmp"), "stale").unwrap();
+        s.set(
+            "a",
+            Memory {
+                last_bad: Some(9.0),
+                clean_streak: 1,
+            },
+        );
+        s.flush().unwrap();
+        assert_eq!(
+            StateStore::open(&path).unwrap().get("a").unwrap().last_bad,
+            Some(9.0)
+        );
+        // A state.json that is itself a link is replaced, not written through.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        s.set(
+            "a",
+            Memory {
+                last_bad: Some(11.0),
+                clean_streak: 0,
+            },
+        );
+        s.flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_file());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
