@@ -446,6 +446,12 @@ impl PushStore {
         if method == PushMethod::Delete {
             for inbox in &readers {
                 let mut st = lock_(&inbox.state);
+                let finite = st.totals.0.is_finite() && st.totals.1.is_finite();
+                if !inbox.cumulative && !finite {
+                    // Unreachable through ingest; kept so that nothing can
+                    // leave a delta target stuck.
+                    st.totals = (0.0, 0.0);
+                }
                 st.groups.remove(&key);
                 st.pushes.remove(&key);
                 st.last_push = Some(now);
@@ -544,8 +550,20 @@ impl PushStore {
                     why.push(format!("deltas must be finite and >= 0 (got {a}, {f})"));
                     continue;
                 }
-                st.totals.0 += a;
-                st.totals.1 += f;
+                let totals = (st.totals.0 + a, st.totals.1 + f);
+                if !(totals.0.is_finite() && totals.1.is_finite()) {
+                    // The running totals would overflow to +Inf, after
+                    // which every window is non-finite for good (issue 27).
+                    // The push is refused and the totals restart at 0: the
+                    // next read sees a counter reset and rebases.
+                    st.totals = (0.0, 0.0);
+                    why.push(format!(
+                        "adding these deltas ({a}, {f}) overflows the running totals; they \
+                         restart at 0 (push smaller per-interval counts)"
+                    ));
+                    continue;
+                }
+                st.totals = totals;
             }
             st.note_push(&key, now);
             taken += 1;
@@ -679,6 +697,36 @@ mod tests {
     fn read(s: &PushSource) -> (f64, f64) {
         let c = s.inbox.read().unwrap();
         (c.first, c.failures)
+    }
+
+    /// Issue 27 #3: two deltas of 1.7e308 left the totals at +Inf for good
+    /// (every later window non-finite: signal loss at the floor). Fails on
+    /// the old code, which added them unchecked.
+    #[test]
+    fn a_delta_push_that_would_overflow_is_refused_and_does_not_stick() {
+        let store = PushStore::default();
+        let s = source(false, &[]);
+        store.register(s.inbox());
+        store
+            .ingest(PushMethod::Post, "job/nb", &body(1.7e308, 0.0))
+            .unwrap();
+        let e = store
+            .ingest(PushMethod::Post, "job/nb", &body(1.7e308, 0.0))
+            .unwrap_err();
+        assert_eq!(e.result(), "unusable", "{e}");
+        assert_eq!(e.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        // The totals restarted: finite, and later pushes add up again.
+        assert_eq!(read(&s), (0.0, 0.0));
+        store
+            .ingest(PushMethod::Post, "job/nb", &body(9.0, 1.0))
+            .unwrap();
+        assert_eq!(read(&s), (10.0, 1.0));
+        store.ingest(PushMethod::Delete, "job/nb", "").unwrap();
+        store
+            .ingest(PushMethod::Post, "job/nb", &body(9.0, 1.0))
+            .unwrap();
+        let c = s.inbox.read().unwrap();
+        assert!(c.first.is_finite() && c.failures.is_finite());
     }
 
     #[test]
