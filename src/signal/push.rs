@@ -26,9 +26,12 @@
 //! between two consecutive pushes of one grouping key (the push interval
 //! of the slowest pusher), `None` until some group has pushed twice.
 //!
-//! Guards: a body-size limit enforced while reading, a sample limit, a cap
-//! on grouping keys per target, and an optional bearer token
-//! ([`super::token`]).
+//! Guards: a body-size limit enforced while reading (and a 3 s deadline for
+//! the body), a sample limit, a cap on grouping keys per target, and an
+//! optional bearer token ([`super::token`]). A grouping key not pushed for
+//! `group_ttl` (default 10 minutes, or 10 windows) is forgotten, so the cap
+//! frees up again once a burst of keys stops (issue 27: after 10,000 keys
+//! every new one was refused for good).
 //!
 //! What it may touch: nothing but its own state; the HTTP handler
 //! ([`handle`]) is mounted by `telemetry::server`.
@@ -234,6 +237,7 @@ pub struct Inbox {
     failures: Selector,
     cumulative: bool,
     max_age: Option<Duration>,
+    group_ttl: Duration,
     state: Mutex<InboxState>,
 }
 
@@ -246,9 +250,38 @@ struct InboxState {
     last_push: Option<Instant>,
     /// Per grouping key: its last push, and the interval before it.
     pushes: BTreeMap<GroupingKey, (Instant, Option<Duration>)>,
+    /// When expired keys were last looked for.
+    pruned: Option<Instant>,
 }
 
 impl InboxState {
+    /// Forgets the grouping keys not pushed within `ttl` (looked for at
+    /// most once per `ttl / 10`, so a burst of pushes does not scan 10,000
+    /// keys each).
+    fn prune(&mut self, now: Instant, ttl: Duration) {
+        if self
+            .pruned
+            .is_some_and(|t| now.saturating_duration_since(t) < ttl / 10)
+        {
+            return;
+        }
+        self.pruned = Some(now);
+        let expired: Vec<GroupingKey> = self
+            .pushes
+            .iter()
+            .filter(|(_, (at, _))| now.saturating_duration_since(*at) > ttl)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            self.pushes.remove(&key);
+            self.groups.remove(&key);
+        }
+        // A group whose push was refused (neither series matched) has no
+        // push time and nothing to sum: it goes too.
+        let pushes = &self.pushes;
+        self.groups.retain(|k, _| pushes.contains_key(k));
+    }
+
     /// Records a push of `key` at `now` (for the lag hint).
     fn note_push(&mut self, key: &GroupingKey, now: Instant) {
         self.last_push = Some(now);
@@ -274,7 +307,8 @@ impl Inbox {
 
     /// The counters as of the latest push.
     fn read(&self) -> Result<Counters, SignalError> {
-        let st = lock_(&self.state);
+        let mut st = lock_(&self.state);
+        st.prune(Instant::now(), self.group_ttl);
         let Some(last) = st.last_push else {
             return Err(SignalError::Stale(format!(
                 "nothing pushed yet to /metrics/job/{}{}",
@@ -349,6 +383,9 @@ impl PushSource {
                 failures: parse(&cfg.failures)?,
                 cumulative: cfg.cumulative,
                 max_age: cfg.max_age,
+                group_ttl: cfg
+                    .group_ttl
+                    .unwrap_or(crate::config::push::DEFAULT_GROUP_TTL),
                 state: Mutex::new(InboxState::default()),
             }),
         })
@@ -509,6 +546,7 @@ impl PushStore {
         let mut why = Vec::new();
         for (inbox, (first, failures)) in readers.iter().zip(sums) {
             let mut st = lock_(&inbox.state);
+            st.prune(now, inbox.group_ttl);
             if inbox.cumulative {
                 if !st.groups.contains_key(&key) && st.groups.len() >= MAX_GROUPS_PER_TARGET {
                     why.push(format!(
@@ -684,8 +722,48 @@ mod tests {
             failures: r#"nb_ops_total{result="error"}"#.into(),
             cumulative,
             max_age: Some(Duration::from_secs(60)),
+            group_ttl: None,
         })
         .unwrap()
+    }
+
+    /// Issue 27 #5: with `group_ttl = 300ms`, 10,000 grouping keys fill the
+    /// cap; a new key is refused while they are fresh and accepted once
+    /// they expire. The old inbox kept every key for good.
+    #[test]
+    fn grouping_keys_expire_and_free_the_cap() {
+        let store = PushStore::default();
+        let s = PushSource::new(&PushSignalConfig {
+            job: "nb".into(),
+            labels: BTreeMap::new(),
+            attempts: Some("nb_ops_total".into()),
+            successes: None,
+            failures: r#"nb_ops_total{result="error"}"#.into(),
+            cumulative: true,
+            max_age: Some(Duration::from_secs(60)),
+            group_ttl: Some(Duration::from_millis(300)),
+        })
+        .unwrap();
+        store.register(s.inbox());
+        let started = Instant::now();
+        let text = body(1.0, 0.0);
+        for i in 0..MAX_GROUPS_PER_TARGET {
+            store
+                .ingest(PushMethod::Put, &format!("job/nb/instance/i{i}"), &text)
+                .unwrap();
+        }
+        if started.elapsed() < Duration::from_millis(250) {
+            let e = store
+                .ingest(PushMethod::Put, "job/nb/instance/new", &text)
+                .unwrap_err();
+            assert_eq!(e.result(), "unusable", "{e}");
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        store
+            .ingest(PushMethod::Put, "job/nb/instance/new", &text)
+            .expect("a new key once the old ones expired");
+        // The expired groups left the sums.
+        assert_eq!(read(&s), (1.0, 0.0));
     }
 
     fn body(ok: f64, err: f64) -> String {
