@@ -118,3 +118,58 @@ async fn slow_bodies_beyond_the_cap_do_not_starve_metrics_or_the_pull_offer() {
     assert!(heads >= 300, "the attack did not run ({heads} heads sent)");
     assert_eq!(ok, 20, "requests failed under slow bodies: {failures:?}");
 }
+
+/// Issue 27 #8: `job@base64/bG9hZA==` reaches the push handler and is
+/// decoded to `load` (the router only knew `/metrics/job/...`, so it was an
+/// uncounted 404), and a bad push path is a counted 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_paths_in_base64_are_decoded_and_bad_ones_counted() {
+    let fake = FakeTool::start(40.0, 1.0).await;
+    let t = fake.target_toml("p", 20, 300, "");
+    let cut = t.find("[targets.signal]").unwrap();
+    let rest = &t[cut..];
+    let control = &rest[rest.find("[targets.control]").unwrap()..];
+    let cfg = Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}[targets.signal]\nkind = \"push\"\njob = \"load\"\n\
+         attempts = 'req_total'\nfailures = 'req_total{{outcome=\"error\"}}'\ncumulative = true\n{control}",
+        &t[..cut]
+    ))
+    .unwrap();
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()
+        .unwrap();
+    let body = "req_total{outcome=\"ok\"} 9\nreq_total{outcome=\"error\"} 1\n";
+    let put = |path: &str| {
+        c.put(format!("http://{ctl}/metrics/{path}"))
+            .body(body)
+            .send()
+    };
+    assert_eq!(put("job@base64/bG9hZA==").await.unwrap().status(), 200);
+    assert_eq!(put("job/").await.unwrap().status(), 400);
+    assert_eq!(put("nope/x").await.unwrap().status(), 400);
+    let text = c
+        .get(format!("http://{ctl}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    running.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(
+        sum_in(&text, "throttle_push_requests_total{result=\"accepted\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sum_in(
+            &text,
+            "throttle_push_requests_total{result=\"bad_request\"}"
+        ),
+        Some(2.0)
+    );
+}

@@ -655,9 +655,9 @@ async fn receive(
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(token::bearer)
             .unwrap_or("");
-        if !token::matches(presented.trim(), &expected) {
+        if !token::matches(presented, &expected) {
             return Err(PushError::Unauthorized);
         }
     }

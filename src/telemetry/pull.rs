@@ -99,6 +99,16 @@ fn is_client_id(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':'))
 }
 
+/// Whether an `If-None-Match` value matches `etag`: `*` matches any
+/// current offer, and the comparison is weak (RFC 9110 §13.1.2), so
+/// `W/"g3"` matches `"g3"`.
+fn if_none_match(value: &str, etag: &str) -> bool {
+    value
+        .split(',')
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+}
+
 fn answer(
     t: &Telemetry,
     name: &str,
@@ -109,8 +119,7 @@ fn answer(
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(crate::auth::token::bearer);
     if !t.pull.authorized(presented) {
         return refuse(
             t,
@@ -159,7 +168,7 @@ fn answer(
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag));
+        .is_some_and(|v| if_none_match(v, &etag));
     emit_pull(
         t,
         Pull::Served {
@@ -216,6 +225,17 @@ fn body(s: &Served, json: bool) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 27 #8: `*` and weak ETags get 304 (they got 200 before).
+    #[test]
+    fn if_none_match_takes_star_and_weak_tags() {
+        for v in ["\"g3\"", "*", "W/\"g3\"", "\"g1\", W/\"g3\"", " * "] {
+            assert!(if_none_match(v, "\"g3\""), "{v}");
+        }
+        for v in ["\"g4\"", "W/\"g4\"", "g3", ""] {
+            assert!(!if_none_match(v, "\"g3\""), "{v}");
+        }
+    }
 
     #[test]
     fn client_ids_are_bounded() {
