@@ -93,53 +93,59 @@ impl HistogramSource {
 
     /// The buckets in one exposition body.
     pub fn evaluate(&self, body: &str) -> Result<LatencySample, SignalError> {
-        let mut pairs: Vec<(f64, f64)> = Vec::new();
-        let mut bad_le: Option<String> = None;
-        // One series twice in one scrape (a duplicated `+Inf` bucket) would
-        // be summed into a larger total (issue 27: it drove the offer 68 to
-        // 1); a histogram that repeats a bucket is not a histogram.
-        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut repeated: Option<String> = None;
-        let limits = Limits {
-            max_samples: 1_000_000,
-        };
-        for_each_sample(body, &limits, |s| {
-            if !self.selector.matches_ref(&s) {
-                return;
-            }
-            let mut labels: Vec<String> =
-                s.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-            labels.sort();
-            let series = format!("{}{{{}}}", s.name, labels.join(","));
-            if !seen.insert(series.clone()) {
-                repeated.get_or_insert(series);
-            }
-            match s.label("le").map(parse_le) {
-                Some(Some(le)) => pairs.push((le, s.value)),
-                Some(None) | None => {
-                    bad_le.get_or_insert_with(|| format!("{:?}", s.label("le")));
-                }
-            }
-        })
-        .map_err(SignalError::Parse)?;
-        if let Some(le) = bad_le {
-            return Err(SignalError::Format(format!(
-                "a `{}` series has no numeric `le` label ({le}): is it a histogram's _bucket series?",
-                self.selector
-            )));
-        }
-        if let Some(series) = repeated {
-            return Err(SignalError::Format(format!(
-                "the bucket series {series} appears more than once in one scrape"
-            )));
-        }
-        if pairs.is_empty() {
-            return Err(SignalError::MissingSeries(self.selector.to_string()));
-        }
-        Buckets::new(pairs)
-            .map(LatencySample::Histogram)
-            .map_err(|e| SignalError::Format(format!("`{}`: {e}", self.selector)))
+        histogram_in(&self.selector, body)
     }
+}
+
+/// The `_bucket` series `selector` matches in one exposition body, summed by
+/// `le`: the histogram reader behind [`HistogramSource`], pure (fuzzed by
+/// `fuzz/fuzz_targets/latency_histogram.rs`).
+pub fn histogram_in(selector: &Selector, body: &str) -> Result<LatencySample, SignalError> {
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
+    let mut bad_le: Option<String> = None;
+    // One series twice in one scrape (a duplicated `+Inf` bucket) would
+    // be summed into a larger total (issue 27: it drove the offer 68 to
+    // 1); a histogram that repeats a bucket is not a histogram.
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut repeated: Option<String> = None;
+    let limits = Limits {
+        max_samples: 1_000_000,
+    };
+    for_each_sample(body, &limits, |s| {
+        if !selector.matches_ref(&s) {
+            return;
+        }
+        let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+        labels.sort();
+        let series = format!("{}{{{}}}", s.name, labels.join(","));
+        if !seen.insert(series.clone()) {
+            repeated.get_or_insert(series);
+        }
+        match s.label("le").map(parse_le) {
+            Some(Some(le)) => pairs.push((le, s.value)),
+            Some(None) | None => {
+                bad_le.get_or_insert_with(|| format!("{:?}", s.label("le")));
+            }
+        }
+    })
+    .map_err(SignalError::Parse)?;
+    if let Some(le) = bad_le {
+        return Err(SignalError::Format(format!(
+            "a `{}` series has no numeric `le` label ({le}): is it a histogram's _bucket series?",
+            selector
+        )));
+    }
+    if let Some(series) = repeated {
+        return Err(SignalError::Format(format!(
+            "the bucket series {series} appears more than once in one scrape"
+        )));
+    }
+    if pairs.is_empty() {
+        return Err(SignalError::MissingSeries(selector.to_string()));
+    }
+    Buckets::new(pairs)
+        .map(LatencySample::Histogram)
+        .map_err(|e| SignalError::Format(format!("`{}`: {e}", selector)))
 }
 
 /// `le` as written: `0.25`, `+Inf`, `1e-3`.
