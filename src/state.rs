@@ -75,6 +75,31 @@ pub struct StateStore {
     unlogged: AtomicU64,
 }
 
+/// The largest state file read: a few hundred bytes per target, so 10,000
+/// targets fit many times over. A larger file is refused unread (issue 27: a
+/// 300 MB file took 315 MB of memory).
+pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The `version` this controller writes and reads.
+pub const STATE_VERSION: u32 = 1;
+
+/// Reads `path` whole if it is at most [`MAX_STATE_BYTES`], checked before
+/// reading and again while reading (a file that grows).
+fn read_limited(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let too_large = || std::io::Error::from(std::io::ErrorKind::FileTooLarge);
+    if file.metadata()?.len() > MAX_STATE_BYTES {
+        return Err(too_large());
+    }
+    let mut text = String::new();
+    file.take(MAX_STATE_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_STATE_BYTES {
+        return Err(too_large());
+    }
+    Ok(text)
+}
+
 /// Write failures are logged at most this often (each is counted).
 pub const ERROR_LOG_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -91,18 +116,47 @@ pub fn temp_path(path: &Path) -> PathBuf {
 pub use crate::config::state_file_problem as problem;
 
 impl StateStore {
-    /// Loads the file (a missing file is an empty state).
+    /// Loads the file (a missing file is an empty state). Refused, so that
+    /// it is never overwritten: a file over [`MAX_STATE_BYTES`] (checked
+    /// before reading it), one that is not our JSON, and one written by a
+    /// newer controller (`version` above [`STATE_VERSION`]). An entry whose
+    /// `last_bad` cannot be an offer (negative, zero, not finite) is dropped
+    /// with one warning.
     pub fn open(path: &Path) -> Result<StateStore, StateError> {
-        let targets = match std::fs::read_to_string(path) {
+        let format = |reason: String| StateError::Format {
+            path: path.display().to_string(),
+            reason,
+        };
+        let targets = match read_limited(path) {
             Ok(text) => {
                 let doc: StateDoc =
-                    serde_json::from_str(&text).map_err(|e| StateError::Format {
-                        path: path.display().to_string(),
-                        reason: e.to_string(),
-                    })?;
-                doc.targets
+                    serde_json::from_str(&text).map_err(|e| format(e.to_string()))?;
+                if doc.version > STATE_VERSION {
+                    return Err(format(format!(
+                        "version {} was written by a newer controller (this one writes version \
+                         {STATE_VERSION}); it is not overwritten",
+                        doc.version
+                    )));
+                }
+                let mut targets = doc.targets;
+                targets.retain(|name, m| {
+                    let valid = m.last_bad.is_none_or(|b| b.is_finite() && b > 0.0);
+                    if !valid {
+                        warn!(
+                            target = %name,
+                            last_bad = ?m.last_bad,
+                            "{name}: the state file's last_bad {:?} cannot be an offer; that memory is discarded",
+                            m.last_bad
+                        );
+                    }
+                    valid
+                });
+                targets
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                return Err(format(format!("larger than {MAX_STATE_BYTES} bytes")))
+            }
             Err(source) => {
                 return Err(StateError::Io {
                     path: path.display().to_string(),
@@ -171,7 +225,7 @@ impl StateStore {
             return Ok(());
         }
         let doc = StateDoc {
-            version: 1,
+            version: STATE_VERSION,
             targets: lock(&self.targets).clone(),
         };
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
@@ -334,6 +388,34 @@ mod tests {
             .unwrap()
             .file_type()
             .is_file());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 27 #8: a newer version is refused (not overwritten), a file
+    /// over the limit is refused unread, and a last_bad that cannot be an
+    /// offer is dropped at load.
+    #[test]
+    fn newer_oversized_and_invalid_state_is_refused_or_dropped() {
+        let dir = std::env::temp_dir().join(format!("tg-state-v-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.json");
+        std::fs::write(&path, r#"{"version": 2, "targets": {}}"#).unwrap();
+        let e = StateStore::open(&path).unwrap_err().to_string();
+        assert!(e.contains("newer controller"), "{e}");
+        let big = std::fs::File::create(&path).unwrap();
+        big.set_len(MAX_STATE_BYTES + 1).unwrap();
+        let e = StateStore::open(&path).unwrap_err().to_string();
+        assert!(e.contains("larger than"), "{e}");
+        std::fs::write(
+            &path,
+            r#"{"version": 1, "targets": {"a": {"last_bad": -5.0, "clean_streak": 0},
+                "b": {"last_bad": 8.0, "clean_streak": 1}}}"#,
+        )
+        .unwrap();
+        let s = StateStore::open(&path).unwrap();
+        assert_eq!(s.get("a"), None);
+        assert_eq!(s.get("b").unwrap().last_bad, Some(8.0));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
