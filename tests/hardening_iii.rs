@@ -173,3 +173,39 @@ async fn push_paths_in_base64_are_decoded_and_bad_ones_counted() {
         Some(2.0)
     );
 }
+
+/// Issue 27 #8: a duplicate `client` parameter and a target name that is
+/// not UTF-8 were 400s from the router, not counted in
+/// `throttle_pull_requests_total`; now each is a counted `bad_request`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_pull_requests_are_counted() {
+    let fake = FakeTool::start(40.0, 1.0).await;
+    let cfg = Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+        pull_target(&fake, "t")
+    ))
+    .unwrap();
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()
+        .unwrap();
+    let get = |path: &str| c.get(format!("http://{ctl}{path}")).send();
+    let metric = |text: &str| {
+        sum_in(text, "throttle_pull_requests_total{result=\"bad_request\"}").unwrap_or(0.0)
+    };
+    let before = metric(&get("/metrics").await.unwrap().text().await.unwrap());
+    for path in [
+        "/api/v1/targets/t/offer?client=a&client=b",
+        "/api/v1/targets/%FF/offer",
+        "/api/v1/targets/t/members/%FF/offer",
+    ] {
+        assert_eq!(get(path).await.unwrap().status(), 400, "{path}");
+    }
+    let after = metric(&get("/metrics").await.unwrap().text().await.unwrap());
+    running.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(after - before, 3.0);
+}

@@ -30,6 +30,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -59,10 +60,15 @@ pub struct OfferQuery {
 /// `GET /api/v1/targets/{name}/offer`
 pub async fn offer(
     State(t): State<Arc<Telemetry>>,
-    Path(name): Path<String>,
-    Query(q): Query<OfferQuery>,
+    name: Result<Path<String>, PathRejection>,
+    q: Result<Query<OfferQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
+    let (Path(name), Query(q)) = match (name, q) {
+        (Ok(name), Ok(q)) => (name, q),
+        (Err(e), _) => return bad_request(&t, e.body_text()),
+        (_, Err(e)) => return bad_request(&t, e.body_text()),
+    };
     let member = q.instance.clone();
     answer(&t, &name, member.as_deref(), &q, &headers)
 }
@@ -70,11 +76,23 @@ pub async fn offer(
 /// `GET /api/v1/targets/{name}/members/{member}/offer`
 pub async fn member_offer(
     State(t): State<Arc<Telemetry>>,
-    Path((name, member)): Path<(String, String)>,
-    Query(q): Query<OfferQuery>,
+    names: Result<Path<(String, String)>, PathRejection>,
+    q: Result<Query<OfferQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
+    let (Path((name, member)), Query(q)) = match (names, q) {
+        (Ok(names), Ok(q)) => (names, q),
+        (Err(e), _) => return bad_request(&t, e.body_text()),
+        (_, Err(e)) => return bad_request(&t, e.body_text()),
+    };
     answer(&t, &name, Some(&member), &q, &headers)
+}
+
+/// A path or query the extractors refused (a duplicate `client`, a name
+/// that is not UTF-8): a counted 400, like every other refusal (issue 27;
+/// the router's own 400 was not counted).
+fn bad_request(t: &Telemetry, why: String) -> Response {
+    refuse(t, StatusCode::BAD_REQUEST, "bad_request", why)
 }
 
 fn refuse(t: &Telemetry, status: StatusCode, result: &'static str, message: String) -> Response {
