@@ -148,6 +148,10 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
+    throttle_governor::report::check_writable(&[
+        args.report_json.as_ref(),
+        args.report_html.as_ref(),
+    ])?;
     for warning in config.warnings() {
         tracing::warn!("Config: {warning}");
     }
@@ -214,6 +218,10 @@ async fn run_demo(args: DemoArgs) -> anyhow::Result<()> {
         supervisor::shutdown_signal().await;
         c.cancel();
     });
+    throttle_governor::report::check_writable(&[
+        args.report_json.as_ref(),
+        args.report_html.as_ref(),
+    ])?;
     let report = demo::run(&args, cancel).await?;
     print(&report.to_text())
 }

@@ -209,3 +209,41 @@ async fn refused_pull_requests_are_counted() {
     running.shutdown(Duration::from_secs(5)).await;
     assert_eq!(after - before, 3.0);
 }
+
+/// Issue 27 #8: a report path that cannot be written fails at the start
+/// (it failed after the whole run before), and the OS error is said once.
+#[test]
+fn a_bad_report_path_fails_at_the_start_saying_the_error_once() {
+    let bin = env!("CARGO_BIN_EXE_throttle-governor");
+    let bad = "/nonexistent-tg-dir-27/report.html";
+    let mut child = std::process::Command::new(bin)
+        .args(["demo", "--report-html", bad])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = status.unwrap_or_else(|| panic!("still running after 10 s: {err}"));
+    assert!(!status.success(), "{err}");
+    assert!(err.contains(&format!("cannot write {bad}")), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}
