@@ -48,17 +48,39 @@ pub enum HistogramError {
         /// The count read.
         count: f64,
     },
+    /// A latency bucket with a negative bound: no latency is below 0 s.
+    #[error("bucket le={0} has a negative bound; a latency histogram's bounds are >= 0")]
+    NegativeBound(f64),
+    /// Cumulative counts that go down as `le` grows: not a histogram.
+    #[error(
+        "bucket le={le} counts {count}, fewer than the {below} of a lower bucket; \
+         _bucket counts must not decrease as le grows"
+    )]
+    NotMonotonic {
+        /// The bucket's upper bound.
+        le: f64,
+        /// Its count.
+        count: f64,
+        /// The larger count of a lower bucket.
+        below: f64,
+    },
 }
 
 impl Buckets {
     /// Builds a reading from `(le, count)` pairs in any order. Pairs with the
     /// same `le` are summed (a histogram split over several series, such as
-    /// one per route, adds up to one).
+    /// one per route, adds up to one). Refused: a NaN, infinite or negative
+    /// count, a NaN or negative bound, no `+Inf` bucket, and counts that
+    /// decrease as `le` grows; each is a latency signal error, never a
+    /// latency value.
     pub fn new(pairs: impl IntoIterator<Item = (f64, f64)>) -> Result<Self, HistogramError> {
         let mut v: Vec<(f64, f64)> = Vec::new();
         for (le, count) in pairs {
             if le.is_nan() || !count.is_finite() || count < 0.0 {
                 return Err(HistogramError::BadCount { le, count });
+            }
+            if le < 0.0 {
+                return Err(HistogramError::NegativeBound(le));
             }
             match v.iter_mut().find(|(l, _)| *l == le) {
                 Some(slot) => slot.1 += count,
@@ -71,6 +93,18 @@ impl Buckets {
         }
         if v.len() < 2 {
             return Err(HistogramError::TooFewBuckets);
+        }
+        // A reading whose counts go down as le grows is not a histogram
+        // (issue 27: it gave a p99 of 0.005 s and drove climbs). Torn
+        // readings are not forgiven here: one scrape is one snapshot.
+        for w in v.windows(2) {
+            if w[1].1 < w[0].1 {
+                return Err(HistogramError::NotMonotonic {
+                    le: w[1].0,
+                    count: w[1].1,
+                    below: w[0].1,
+                });
+            }
         }
         Ok(Buckets {
             bounds: v,
@@ -310,8 +344,12 @@ mod tests {
 
     #[test]
     fn non_monotonic_buckets_are_raised_to_their_running_maximum() {
-        // A torn scrape: the 0.2 bucket reads lower than the 0.1 bucket.
-        let h = b(&[(0.1, 60.0), (0.2, 50.0), (0.4, 100.0), (INF, 100.0)]);
+        // A window whose 0.2 bucket gained less than the 0.1 bucket (each
+        // reading is monotonic; a reading that is not is refused).
+        let then = b(&[(0.1, 0.0), (0.2, 20.0), (0.4, 20.0), (INF, 20.0)]);
+        let now = b(&[(0.1, 60.0), (0.2, 70.0), (0.4, 120.0), (INF, 120.0)]);
+        let h = now.since(&then).unwrap();
+        assert_eq!(h.pairs()[1], (0.2, 50.0));
         let q = h.quantile(0.5).unwrap();
         assert!((0.0..=0.1).contains(&q), "{q}");
     }
@@ -401,5 +439,35 @@ mod tests {
                 LatencyOutcome::Window(None)
             );
         }
+    }
+
+    /// Issue 27 #4: invalid histograms are errors, never a latency. Each of
+    /// these was accepted by the old `Buckets::new` (p99 0.005 s, -1 s).
+    #[test]
+    fn invalid_histograms_are_refused() {
+        let decreasing = Buckets::new([(0.005, 100.0), (0.1, 10.0), (INF, 10.0)]);
+        assert!(
+            matches!(decreasing, Err(HistogramError::NotMonotonic { le, .. }) if le == 0.1),
+            "{decreasing:?}"
+        );
+        let inf_below = Buckets::new([(0.1, 5.0), (0.5, 8.0), (INF, 7.0)]);
+        assert!(matches!(
+            inf_below,
+            Err(HistogramError::NotMonotonic { .. })
+        ));
+        let negative = Buckets::new([(-1.0, 10.0), (0.1, 10.0), (INF, 10.0)]);
+        assert_eq!(negative, Err(HistogramError::NegativeBound(-1.0)));
+        for nan in [
+            Buckets::new([(0.1, f64::NAN), (INF, 1.0)]),
+            Buckets::new([(f64::NAN, 1.0), (INF, 1.0)]),
+            Buckets::new([(0.1, 1.0), (INF, f64::NAN)]),
+        ] {
+            assert!(
+                matches!(nan, Err(HistogramError::BadCount { .. })),
+                "{nan:?}"
+            );
+        }
+        // A valid one still reads.
+        assert!(Buckets::new([(0.0, 0.0), (0.1, 1.0), (INF, 1.0)]).is_ok());
     }
 }

@@ -52,7 +52,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            logging::stderr_text(&format!("error: {err:#}\n"));
+            logging::stderr_text(&format!("error: {}\n", chain_once(&err)));
             ExitCode::from(exit_code(&err))
         }
     }
@@ -148,6 +148,10 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)?;
+    throttle_governor::report::check_writable(&[
+        args.report_json.as_ref(),
+        args.report_html.as_ref(),
+    ])?;
     for warning in config.warnings() {
         tracing::warn!("Config: {warning}");
     }
@@ -214,6 +218,10 @@ async fn run_demo(args: DemoArgs) -> anyhow::Result<()> {
         supervisor::shutdown_signal().await;
         c.cancel();
     });
+    throttle_governor::report::check_writable(&[
+        args.report_json.as_ref(),
+        args.report_html.as_ref(),
+    ])?;
     let report = demo::run(&args, cancel).await?;
     print(&report.to_text())
 }
@@ -224,5 +232,46 @@ fn print(text: &str) -> anyhow::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
+    }
+}
+
+/// The error and its causes, `a: b: c`, each said once: an error whose
+/// message already includes its source (`cannot read config x: No such
+/// file or directory (os error 2)`) is not followed by that source again
+/// (issue 27).
+fn chain_once(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_os_error_is_printed_once() {
+        let io = std::fs::read_to_string("/no/such/config.toml").unwrap_err();
+        let os = io.to_string();
+        let err = anyhow::Error::new(throttle_governor::config::ConfigError::Read {
+            path: "/no/such/config.toml".into(),
+            source: io,
+        })
+        .context("run");
+        let text = chain_once(&err);
+        assert_eq!(text.matches(&os).count(), 1, "{text}");
+        assert!(
+            text.starts_with("run: cannot read config /no/such/config.toml"),
+            "{text}"
+        );
     }
 }

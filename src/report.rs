@@ -1045,6 +1045,28 @@ pub struct ReportError {
     pub source: std::io::Error,
 }
 
+/// Checks, before a run, that each report path can be written: it is
+/// opened for appending (created if missing, then removed again), so a bad
+/// `--report-html` path fails at the start and not after the whole run
+/// (issue 27).
+pub fn check_writable(paths: &[Option<&std::path::PathBuf>]) -> Result<(), ReportError> {
+    for path in paths.iter().flatten() {
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|source| ReportError {
+                path: path.display().to_string(),
+                source,
+            })?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Ok(())
+}
+
 impl Report {
     /// Writes the JSON and the HTML report where asked.
     pub fn write_files(

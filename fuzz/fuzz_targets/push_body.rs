@@ -1,5 +1,7 @@
 //! The push endpoint's parser: grouping path and exposition body, through
-//! `PushStore::ingest` with a live reader.
+//! `PushStore::ingest` with two live readers: job `load` (cumulative) and
+//! job `delta` (per-push deltas, whose running totals must stay finite
+//! however large the pushes: issue 27).
 //!
 //! Why it exists: pushes arrive from the network; any path and body must be
 //! taken or refused with a bounded error, never panic. The input's first
@@ -17,6 +19,7 @@ use throttle_governor::signal::push::{
 struct Harness {
     store: PushStore,
     _source: PushSource,
+    delta: PushSource,
 }
 
 static HARNESS: LazyLock<Harness> = LazyLock::new(|| {
@@ -28,16 +31,25 @@ static HARNESS: LazyLock<Harness> = LazyLock::new(|| {
         failures: "req_total{outcome=\"error\"}".into(),
         cumulative: true,
         max_age: None,
+        group_ttl: None,
     };
     let source = PushSource::new(&cfg).expect("fuzz push source");
+    let delta = PushSource::new(&PushSignalConfig {
+        job: "delta".into(),
+        cumulative: false,
+        ..cfg
+    })
+    .expect("fuzz delta source");
     let store = PushStore::default();
     store
         .configure(&PushServerConfig::default())
         .expect("default push guards");
     store.register(source.inbox());
+    store.register(delta.inbox());
     Harness {
         store,
         _source: source,
+        delta,
     }
 });
 
@@ -61,4 +73,21 @@ fuzz_target!(|data: &[u8]| {
             assert!(!e.result().is_empty());
         }
     }
+    if let Ok(c) = poll_once(HARNESS.delta.read()) {
+        assert!(
+            c.first.is_finite() && c.failures.is_finite(),
+            "delta totals went non-finite: {c:?}"
+        );
+    }
 });
+
+/// `PushSource::read` is async but never awaits anything: poll it once.
+fn poll_once<F: std::future::Future>(f: F) -> F::Output {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("PushSource::read awaited"),
+    }
+}

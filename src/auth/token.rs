@@ -27,6 +27,18 @@ pub fn read(file: Option<&Path>, env: Option<&str>) -> Result<Option<String>, St
     Ok(Some(token))
 }
 
+/// The credentials of an `Authorization: Bearer <token>` value, trimmed.
+/// The scheme is case-insensitive (RFC 9110 §11.1): `bearer x` and
+/// `BEARER x` are `Bearer x`.
+pub fn bearer(authorization: &str) -> Option<&str> {
+    let value = authorization.trim_start();
+    let (scheme, rest) = value.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case("bearer") || !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    Some(rest.trim())
+}
+
 /// Checks that the token can be read, without returning it.
 pub fn check(file: Option<&Path>, env: Option<&str>) -> Result<(), String> {
     read(file, env).map(|_| ())
@@ -85,6 +97,17 @@ mod tests {
         std::fs::write(&file, "  \n").unwrap();
         assert!(read(Some(&file), None).unwrap_err().contains("empty"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 27 #8: the scheme is case-insensitive.
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for v in ["Bearer s3", "bearer s3", "BEARER  s3 ", "BeArEr\ts3"] {
+            assert_eq!(bearer(v), Some("s3"), "{v}");
+        }
+        for v in ["Basic s3", "Bearers3", "Bear s3", "", "Bearer"] {
+            assert_eq!(bearer(v), None, "{v}");
+        }
     }
 
     #[test]

@@ -40,12 +40,28 @@ pub struct PushSignalConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub max_age: Option<Duration>,
+    /// A grouping key not pushed for this long is forgotten (its counters
+    /// leave the sums, and it no longer counts towards the cap of 10,000
+    /// keys per target). Default: 10 minutes, or 10 windows if longer.
+    #[serde(
+        default,
+        deserialize_with = "crate::config::de_opt_duration",
+        serialize_with = "crate::config::ser_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub group_ttl: Option<Duration>,
 }
 
+/// The shortest default `group_ttl`.
+pub const DEFAULT_GROUP_TTL: Duration = Duration::from_secs(600);
+
 impl PushSignalConfig {
-    /// `max_age` defaults to the target's window.
+    /// `max_age` defaults to the target's window; `group_ttl` to
+    /// [`DEFAULT_GROUP_TTL`] or 10 windows, whichever is longer.
     pub fn resolve(&mut self, window: Duration) {
         self.max_age.get_or_insert(window);
+        self.group_ttl
+            .get_or_insert(DEFAULT_GROUP_TTL.max(window.saturating_mul(10)));
     }
 
     /// Every problem, as (field, reason), with fields relative to `signal`.
@@ -79,6 +95,17 @@ impl PushSignalConfig {
         }
         if self.max_age.is_some_and(|d| d.is_zero()) {
             out.push(("max_age", "must be longer than 0s".to_string()));
+        }
+        if let Some(ttl) = self.group_ttl {
+            if ttl.is_zero() {
+                out.push(("group_ttl", "must be longer than 0s".to_string()));
+            } else if self.max_age.is_some_and(|age| ttl < age) {
+                out.push((
+                    "group_ttl",
+                    "must be at least max_age: a group would be forgotten while it is still read"
+                        .to_string(),
+                ));
+            }
         }
         out
     }

@@ -21,8 +21,18 @@
 //! - blanks or tabs around names, `=` and `,` inside braces, a trailing comma,
 //!   CRLF line ends, a leading byte order mark.
 //!
-//! Rejected on purpose: escapes in label values other than `\\`, `\"` and
-//! `\n` (OpenMetrics forbids them), duplicate label names, a `__name__` label,
+//! Escapes in quoted strings are read as Prometheus reads them: `\\`, `\"`
+//! and `\n` are decoded, and any other backslash is kept with the character
+//! after it (`\z` reads as `\z`, `C:\Users` as `C:\Users`). Established
+//! from Prometheus's own text parser (`model/textparse`): the lexer
+//! (`promlex.l`) accepts a label value `\"(\\.|[^\\"])*\"`, any escaped
+//! character, and `promparse.go` decodes it with
+//! `strings.NewReplacer(`\"`, "\"", `\\`, "\\", `\n`, "\n")`, which leaves
+//! every other pair as written; `openmetricsparse.go` uses the same replacer.
+//! Rejecting them failed the whole scrape for one series no selector reads
+//! (issue 27: `other_info{path="C:\Users"} 1`).
+//!
+//! Rejected on purpose: duplicate label names, a `__name__` label,
 //! trailing content after the timestamp.
 //!
 //! The hot path is [`for_each_sample`]: it hands out label slices borrowed
@@ -295,7 +305,8 @@ where
     });
 }
 
-/// Decodes `\\`, `\"` and `\n` in text the cursor has already validated.
+/// Decodes `\\`, `\"` and `\n` in text the cursor has already validated;
+/// any other escape keeps its backslash, as Prometheus's `lvalReplacer`.
 fn unescape(raw: &str) -> Cow<'_, str> {
     if !raw.contains('\\') {
         return Cow::Borrowed(raw);
@@ -306,8 +317,12 @@ fn unescape(raw: &str) -> Cow<'_, str> {
         if c == '\\' {
             match chars.next() {
                 Some('n') => out.push('\n'),
-                Some(other) => out.push(other),
-                None => {}
+                Some(c @ ('\\' | '"')) => out.push(c),
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
             }
         } else {
             out.push(c);
@@ -785,11 +800,9 @@ impl<'t> Cursor<'t> {
         }
     }
 
-    /// A double-quoted string with `\\`, `\"` and `\n` escapes, the cursor at
-    /// its opening quote. Borrowed unless it has escapes.
     /// A double-quoted string, the cursor at its opening quote: the raw text
-    /// between the quotes. Escapes (`\\\\`, `\\"`, `\\n` only) are validated
-    /// and left in place, and flagged in `self.escaped`.
+    /// between the quotes, borrowed. Escapes are left in place and flagged
+    /// in `self.escaped`.
     #[inline(always)]
     fn quoted(&mut self, what: &str) -> Result<&'t str, Fault> {
         let start = self.pos + 1;
@@ -822,23 +835,10 @@ impl<'t> Cursor<'t> {
                 self.pos = i + 1;
                 return Ok(self.slice(start, i));
             }
+            // Any escaped character, as Prometheus's lexer accepts; only
+            // `\\`, `\"` and `\n` decode (see the module docs).
             match bytes.get(i + 1) {
-                Some(b'\\' | b'"' | b'n') => self.escaped = true,
-                Some(_) => {
-                    let escaped = self
-                        .line
-                        .get(i + 1..)
-                        .and_then(|rest| rest.chars().next())
-                        .unwrap_or('?');
-                    return Err(Fault {
-                        at: i,
-                        reason: format!(
-                            "invalid escape `\\{}` in label {what}: only `\\\\`, \
-                             `\\\"` and `\\n` are allowed",
-                            excerpt(escaped.encode_utf8(&mut [0; 4]))
-                        ),
-                    });
-                }
+                Some(_) => self.escaped = true,
                 None => return Err(unterminated(open, what)),
             }
             i += 2;
@@ -1181,8 +1181,6 @@ mod tests {
             ("a{b=\"c} 1", 1, 5, "unterminated quoted label value"),
             ("a{b=\"c\\\"} 1", 1, 5, "unterminated quoted label value"),
             ("a{b=\"c\\", 1, 5, "unterminated quoted label value"),
-            ("a{b=\"c\\t\"} 1", 1, 7, "invalid escape `\\t`"),
-            ("a{b=\"c\\é\"} 1", 1, 7, "invalid escape `\\é`"),
             (
                 "a{b=\"c\" d=\"e\"} 1",
                 1,
@@ -1206,10 +1204,10 @@ mod tests {
             ("a}b 1", 1, 2, "unexpected `}`"),
             ("a 1\nb\n", 2, 2, "missing sample value"),
             (
-                "# HELP a x\n\na 1\r\nb{c=\"\\x\"} 2\r\n",
+                "# HELP a x\n\na 1\r\nb{c=\"\\x} 2\r\n",
                 4,
-                6,
-                "invalid escape",
+                5,
+                "unterminated quoted label value",
             ),
             ("a 1\n# EOF\nb 2\n", 3, 1, "content after `# EOF` on line 2"),
         ];
@@ -1333,6 +1331,45 @@ mod tests {
         assert!(matches!(unescape("plain"), Cow::Borrowed("plain")));
         assert_eq!(unescape(r#"a\\b\"c\nd"#), "a\\b\"c\nd");
         assert_eq!(unescape(r#"\\n"#), "\\n");
+    }
+
+    /// Issue 27 #6: label values read as Prometheus's `promparse.go` reads
+    /// them (its `lvalReplacer` decodes `\\`, `\"` and `\n` and keeps every
+    /// other backslash pair). Each of these lines failed the whole parse
+    /// before (`invalid escape`).
+    #[test]
+    fn unknown_escapes_keep_their_backslash_as_in_prometheus() {
+        let cases: &[(&str, &str)] = &[
+            (r#"a{p="C:\Users"} 1"#, r"C:\Users"),
+            (r#"a{p="C:\\Users"} 1"#, r"C:\Users"),
+            (r#"a{p="C:\Users\me\x.txt"} 1"#, r"C:\Users\me\x.txt"),
+            (r#"a{p="\z"} 1"#, r"\z"),
+            (r#"a{p="\f"} 1"#, r"\f"),
+            (r#"a{p="\t"} 1"#, r"\t"),
+            (r#"a{p="\u0041"} 1"#, r"\u0041"),
+            (r#"a{p="\é"} 1"#, r"\é"),
+            (r#"a{p="\\z"} 1"#, r"\z"),
+            (r#"a{p="\\\z"} 1"#, r"\\z"),
+            (r#"a{p="\\"} 1"#, "\\"),
+            (r#"a{p="\""} 1"#, "\""),
+            (r#"a{p="\n"} 1"#, "\n"),
+            (r#"a{p="x\\ny"} 1"#, r"x\ny"),
+            (r#"a{p="say \"hi\"\n"} 1"#, "say \"hi\"\n"),
+        ];
+        for (line, want) in cases {
+            let got = ok(&format!("{line}\n"));
+            assert_eq!(got.len(), 1, "{line}");
+            assert_eq!(got[0].label("p"), Some(*want), "{line}");
+            // What we read renders back to text that reads the same.
+            let again = ok(&format!("{}\n", got[0]));
+            assert_eq!(again[0].label("p"), Some(*want), "{line} -> {}", got[0]);
+        }
+        // A series no selector reads no longer fails the scrape.
+        let text = "other_info{path=\"C:\\Users\",x=\"\\z\\f\"} 1\nreq_total 5\n";
+        let sel: crate::promtext::selector::Selector = "req_total".parse().unwrap();
+        let sums = crate::promtext::selector::sum_many(text, &[&sel], &Limits { max_samples: 100 })
+            .unwrap();
+        assert_eq!(sums, vec![Some(5.0)]);
     }
 
     #[test]

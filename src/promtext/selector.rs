@@ -35,7 +35,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
 use super::exposition::{
-    self, is_label_name, is_metric_name, push_printable, ExpositionError, Limits, Sample, SampleRef,
+    self, is_label_name, is_metric_name, push_printable, ExpositionError, LabelRef, Limits, Sample,
+    SampleRef,
 };
 
 /// The label PromQL uses for the metric name.
@@ -203,14 +204,28 @@ impl Selector {
 /// A family's series sit next to each other, so the name part of every
 /// selector (exact name, `__name__` regexes) is evaluated once per run of
 /// equal names, and only label matchers run per sample.
+///
+/// One sample per series: a series (name and label set) written more than
+/// once counts once, never summed (issue 27: a repeated attempts line
+/// halved the failure fraction). The kept sample is the one with the latest
+/// timestamp when both carry one (an OpenMetrics backfill), else the first,
+/// as Prometheus keeps the first and drops a later duplicate at the same
+/// timestamp (`prometheus_target_scrapes_sample_duplicate_timestamp_total`).
 pub fn sum_many(
     text: &str,
     selectors: &[&Selector],
     limits: &Limits,
 ) -> Result<Vec<Option<f64>>, ExpositionError> {
-    let mut sums: Vec<Option<f64>> = vec![None; selectors.len()];
+    struct Kept {
+        timestamp: Option<f64>,
+        value: f64,
+        selectors: Vec<usize>,
+    }
+    let mut kept: Vec<Kept> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut name_ok: Vec<bool> = vec![false; selectors.len()];
     let mut last_name: Option<String> = None;
+    let mut matched: Vec<usize> = Vec::new();
     exposition::for_each_sample(text, limits, |sample| {
         if last_name.as_deref() != Some(sample.name) {
             for (ok, selector) in name_ok.iter_mut().zip(selectors) {
@@ -220,13 +235,58 @@ pub fn sum_many(
             buffer.clear();
             buffer.push_str(sample.name);
         }
-        for ((selector, sum), ok) in selectors.iter().zip(sums.iter_mut()).zip(&name_ok) {
+        matched.clear();
+        for (i, (selector, ok)) in selectors.iter().zip(&name_ok).enumerate() {
             if *ok && selector.labels_match(sample.labels) {
-                *sum.get_or_insert(0.0) += sample.value;
+                matched.push(i);
+            }
+        }
+        if matched.is_empty() {
+            return;
+        }
+        let key = series_key(sample.name, sample.labels);
+        match index.get(&key) {
+            Some(&i) => {
+                let k = &mut kept[i];
+                if let (Some(then), Some(now)) = (k.timestamp, sample.timestamp) {
+                    if now > then {
+                        k.timestamp = Some(now);
+                        k.value = sample.value;
+                    }
+                }
+            }
+            None => {
+                index.insert(key, kept.len());
+                kept.push(Kept {
+                    timestamp: sample.timestamp,
+                    value: sample.value,
+                    selectors: matched.clone(),
+                });
             }
         }
     })?;
+    let mut sums: Vec<Option<f64>> = vec![None; selectors.len()];
+    for k in &kept {
+        for &i in &k.selectors {
+            *sums[i].get_or_insert(0.0) += k.value;
+        }
+    }
     Ok(sums)
+}
+
+/// A series' identity: its name and its label set, in any order.
+fn series_key(name: &str, labels: &[LabelRef<'_>]) -> String {
+    let mut sorted: Vec<&LabelRef<'_>> = labels.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut key = String::with_capacity(name.len() + 16 * labels.len());
+    key.push_str(name);
+    for (k, v) in sorted {
+        key.push('\0');
+        key.push_str(k);
+        key.push('\0');
+        key.push_str(v);
+    }
+    key
 }
 
 /// Why a selector string was rejected. Columns are 1-based, in characters.
@@ -786,6 +846,36 @@ mod tests {
 
     fn sel(src: &str) -> Selector {
         src.parse().unwrap_or_else(|e| panic!("{src:?}: {e}"))
+    }
+
+    /// Issue 27 #7: a duplicated attempts line counted twice halved the
+    /// failure fraction (the old `sum_many` summed every line). One sample
+    /// per series now: the first, or the latest timestamp.
+    #[test]
+    fn a_duplicated_series_counts_once() {
+        let attempts = sel("req_total");
+        let failures = sel(r#"req_total{outcome="failure"}"#);
+        let text = "req_total{outcome=\"success\"} 90\n\
+                    req_total{outcome=\"failure\"} 10\n\
+                    req_total{outcome=\"success\"} 90\n\
+                    req_total{outcome=\"failure\"} 10\n";
+        let limits = Limits::default();
+        let sums = sum_many(text, &[&attempts, &failures], &limits).unwrap();
+        assert_eq!(sums, vec![Some(100.0), Some(10.0)]);
+        let frac = sums[1].unwrap() / sums[0].unwrap();
+        assert_eq!(frac, 0.1, "the failure fraction is not diluted");
+        // Label order does not make another series; the first is kept.
+        let text = "a{x=\"1\",y=\"2\"} 3\na{y=\"2\",x=\"1\"} 5\na{x=\"2\"} 1\n";
+        assert_eq!(
+            sum_many(text, &[&sel("a")], &limits).unwrap(),
+            vec![Some(4.0)]
+        );
+        // Timestamped samples (a backfill): the latest wins, in any order.
+        let text = "a 5 2000\na 7 3000\na 6 1000\n";
+        assert_eq!(
+            sum_many(text, &[&sel("a")], &limits).unwrap(),
+            vec![Some(7.0)]
+        );
     }
 
     fn bad(src: &str) -> SelectorError {

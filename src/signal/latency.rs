@@ -93,36 +93,59 @@ impl HistogramSource {
 
     /// The buckets in one exposition body.
     pub fn evaluate(&self, body: &str) -> Result<LatencySample, SignalError> {
-        let mut pairs: Vec<(f64, f64)> = Vec::new();
-        let mut bad_le: Option<String> = None;
-        let limits = Limits {
-            max_samples: 1_000_000,
-        };
-        for_each_sample(body, &limits, |s| {
-            if !self.selector.matches_ref(&s) {
-                return;
-            }
-            match s.label("le").map(parse_le) {
-                Some(Some(le)) => pairs.push((le, s.value)),
-                Some(None) | None => {
-                    bad_le.get_or_insert_with(|| format!("{:?}", s.label("le")));
-                }
-            }
-        })
-        .map_err(SignalError::Parse)?;
-        if let Some(le) = bad_le {
-            return Err(SignalError::Format(format!(
-                "a `{}` series has no numeric `le` label ({le}): is it a histogram's _bucket series?",
-                self.selector
-            )));
-        }
-        if pairs.is_empty() {
-            return Err(SignalError::MissingSeries(self.selector.to_string()));
-        }
-        Buckets::new(pairs)
-            .map(LatencySample::Histogram)
-            .map_err(|e| SignalError::Format(format!("`{}`: {e}", self.selector)))
+        histogram_in(&self.selector, body)
     }
+}
+
+/// The `_bucket` series `selector` matches in one exposition body, summed by
+/// `le`: the histogram reader behind [`HistogramSource`], pure (fuzzed by
+/// `fuzz/fuzz_targets/latency_histogram.rs`).
+pub fn histogram_in(selector: &Selector, body: &str) -> Result<LatencySample, SignalError> {
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
+    let mut bad_le: Option<String> = None;
+    // One series twice in one scrape (a duplicated `+Inf` bucket) would
+    // be summed into a larger total (issue 27: it drove the offer 68 to
+    // 1); a histogram that repeats a bucket is not a histogram.
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut repeated: Option<String> = None;
+    let limits = Limits {
+        max_samples: 1_000_000,
+    };
+    for_each_sample(body, &limits, |s| {
+        if !selector.matches_ref(&s) {
+            return;
+        }
+        let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+        labels.sort();
+        let series = format!("{}{{{}}}", s.name, labels.join(","));
+        if !seen.insert(series.clone()) {
+            repeated.get_or_insert(series);
+        }
+        match s.label("le").map(parse_le) {
+            Some(Some(le)) => pairs.push((le, s.value)),
+            Some(None) | None => {
+                bad_le.get_or_insert_with(|| format!("{:?}", s.label("le")));
+            }
+        }
+    })
+    .map_err(SignalError::Parse)?;
+    if let Some(le) = bad_le {
+        return Err(SignalError::Format(format!(
+            "a `{}` series has no numeric `le` label ({le}): is it a histogram's _bucket series?",
+            selector
+        )));
+    }
+    if let Some(series) = repeated {
+        return Err(SignalError::Format(format!(
+            "the bucket series {series} appears more than once in one scrape"
+        )));
+    }
+    if pairs.is_empty() {
+        return Err(SignalError::MissingSeries(selector.to_string()));
+    }
+    Buckets::new(pairs)
+        .map(LatencySample::Histogram)
+        .map_err(|e| SignalError::Format(format!("`{}`: {e}", selector)))
 }
 
 /// `le` as written: `0.25`, `+Inf`, `1e-3`.
@@ -319,5 +342,24 @@ other_bucket{le=\"0.1\"} 99
             QuerySource::evaluate("q", neg).unwrap_err().error_type(),
             "format"
         );
+    }
+
+    /// Issue 27 #4 at the scrape: a duplicated `+Inf` bucket, decreasing
+    /// counts, a negative `le` and NaN are `format` errors (counted in
+    /// `throttle_latency_errors_total` and logged by the engine), never a
+    /// quantile. The old reader summed the duplicate and accepted the rest.
+    #[test]
+    fn invalid_histogram_scrapes_are_format_errors() {
+        let h = hist("h_bucket");
+        for body in [
+            "h_bucket{le=\"0.1\"} 5\nh_bucket{le=\"+Inf\"} 10\nh_bucket{le=\"+Inf\"} 10\n",
+            "h_bucket{le=\"0.005\"} 100\nh_bucket{le=\"0.1\"} 3\nh_bucket{le=\"+Inf\"} 3\n",
+            "h_bucket{le=\"-1\"} 10\nh_bucket{le=\"0.1\"} 10\nh_bucket{le=\"+Inf\"} 10\n",
+            "h_bucket{le=\"0.1\"} NaN\nh_bucket{le=\"+Inf\"} 10\n",
+            "h_bucket{le=\"NaN\"} 1\nh_bucket{le=\"+Inf\"} 10\n",
+        ] {
+            let e = h.evaluate(body).unwrap_err();
+            assert_eq!(e.error_type(), "format", "{body}: {e}");
+        }
     }
 }

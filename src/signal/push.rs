@@ -26,9 +26,12 @@
 //! between two consecutive pushes of one grouping key (the push interval
 //! of the slowest pusher), `None` until some group has pushed twice.
 //!
-//! Guards: a body-size limit enforced while reading, a sample limit, a cap
-//! on grouping keys per target, and an optional bearer token
-//! ([`super::token`]).
+//! Guards: a body-size limit enforced while reading (and a 3 s deadline for
+//! the body), a sample limit, a cap on grouping keys per target, and an
+//! optional bearer token ([`super::token`]). A grouping key not pushed for
+//! `group_ttl` (default 10 minutes, or 10 windows) is forgotten, so the cap
+//! frees up again once a burst of keys stops (issue 27: after 10,000 keys
+//! every new one was refused for good).
 //!
 //! What it may touch: nothing but its own state; the HTTP handler
 //! ([`handle`]) is mounted by `telemetry::server`.
@@ -85,7 +88,18 @@ pub enum PushError {
     /// Targets read this group, but the push lacks their series.
     #[error("no target could use the push: {0}")]
     Unusable(String),
+    /// The body did not arrive within [`BODY_READ_TIMEOUT`].
+    #[error("the push body did not arrive within {0:?}; send it at once")]
+    Timeout(Duration),
 }
+
+/// The whole body of a push must arrive within this, counted from when the
+/// handler starts reading it. A push is small (64 KiB at most by default)
+/// and comes from a load tool next door; a client that dribbles its body
+/// holds a connection, so it is cut off early (issue 27: 300 sockets each
+/// sending one byte of a 60 kB body starved `/metrics` for as long as the
+/// 10 s request timeout let them).
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl PushError {
     fn status(&self) -> StatusCode {
@@ -98,6 +112,7 @@ impl PushError {
             }
             PushError::NoTarget(_) => StatusCode::NOT_FOUND,
             PushError::Unusable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            PushError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
         }
     }
 
@@ -110,6 +125,7 @@ impl PushError {
             PushError::Path(_) | PushError::Parse(_) | PushError::Conflict { .. } => "bad_request",
             PushError::NoTarget(_) => "no_target",
             PushError::Unusable(_) => "unusable",
+            PushError::Timeout(_) => "timeout",
         }
     }
 }
@@ -221,6 +237,7 @@ pub struct Inbox {
     failures: Selector,
     cumulative: bool,
     max_age: Option<Duration>,
+    group_ttl: Duration,
     state: Mutex<InboxState>,
 }
 
@@ -233,9 +250,38 @@ struct InboxState {
     last_push: Option<Instant>,
     /// Per grouping key: its last push, and the interval before it.
     pushes: BTreeMap<GroupingKey, (Instant, Option<Duration>)>,
+    /// When expired keys were last looked for.
+    pruned: Option<Instant>,
 }
 
 impl InboxState {
+    /// Forgets the grouping keys not pushed within `ttl` (looked for at
+    /// most once per `ttl / 10`, so a burst of pushes does not scan 10,000
+    /// keys each).
+    fn prune(&mut self, now: Instant, ttl: Duration) {
+        if self
+            .pruned
+            .is_some_and(|t| now.saturating_duration_since(t) < ttl / 10)
+        {
+            return;
+        }
+        self.pruned = Some(now);
+        let expired: Vec<GroupingKey> = self
+            .pushes
+            .iter()
+            .filter(|(_, (at, _))| now.saturating_duration_since(*at) > ttl)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            self.pushes.remove(&key);
+            self.groups.remove(&key);
+        }
+        // A group whose push was refused (neither series matched) has no
+        // push time and nothing to sum: it goes too.
+        let pushes = &self.pushes;
+        self.groups.retain(|k, _| pushes.contains_key(k));
+    }
+
     /// Records a push of `key` at `now` (for the lag hint).
     fn note_push(&mut self, key: &GroupingKey, now: Instant) {
         self.last_push = Some(now);
@@ -261,7 +307,8 @@ impl Inbox {
 
     /// The counters as of the latest push.
     fn read(&self) -> Result<Counters, SignalError> {
-        let st = lock_(&self.state);
+        let mut st = lock_(&self.state);
+        st.prune(Instant::now(), self.group_ttl);
         let Some(last) = st.last_push else {
             return Err(SignalError::Stale(format!(
                 "nothing pushed yet to /metrics/job/{}{}",
@@ -336,6 +383,9 @@ impl PushSource {
                 failures: parse(&cfg.failures)?,
                 cumulative: cfg.cumulative,
                 max_age: cfg.max_age,
+                group_ttl: cfg
+                    .group_ttl
+                    .unwrap_or(crate::config::push::DEFAULT_GROUP_TTL),
                 state: Mutex::new(InboxState::default()),
             }),
         })
@@ -433,6 +483,12 @@ impl PushStore {
         if method == PushMethod::Delete {
             for inbox in &readers {
                 let mut st = lock_(&inbox.state);
+                let finite = st.totals.0.is_finite() && st.totals.1.is_finite();
+                if !inbox.cumulative && !finite {
+                    // Unreachable through ingest; kept so that nothing can
+                    // leave a delta target stuck.
+                    st.totals = (0.0, 0.0);
+                }
                 st.groups.remove(&key);
                 st.pushes.remove(&key);
                 st.last_push = Some(now);
@@ -490,6 +546,7 @@ impl PushStore {
         let mut why = Vec::new();
         for (inbox, (first, failures)) in readers.iter().zip(sums) {
             let mut st = lock_(&inbox.state);
+            st.prune(now, inbox.group_ttl);
             if inbox.cumulative {
                 if !st.groups.contains_key(&key) && st.groups.len() >= MAX_GROUPS_PER_TARGET {
                     why.push(format!(
@@ -531,8 +588,20 @@ impl PushStore {
                     why.push(format!("deltas must be finite and >= 0 (got {a}, {f})"));
                     continue;
                 }
-                st.totals.0 += a;
-                st.totals.1 += f;
+                let totals = (st.totals.0 + a, st.totals.1 + f);
+                if !(totals.0.is_finite() && totals.1.is_finite()) {
+                    // The running totals would overflow to +Inf, after
+                    // which every window is non-finite for good (issue 27).
+                    // The push is refused and the totals restart at 0: the
+                    // next read sees a counter reset and rebases.
+                    st.totals = (0.0, 0.0);
+                    why.push(format!(
+                        "adding these deltas ({a}, {f}) overflows the running totals; they \
+                         restart at 0 (push smaller per-interval counts)"
+                    ));
+                    continue;
+                }
+                st.totals = totals;
             }
             st.note_push(&key, now);
             taken += 1;
@@ -586,9 +655,9 @@ async fn receive(
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(token::bearer)
             .unwrap_or("");
-        if !token::matches(presented.trim(), &expected) {
+        if !token::matches(presented, &expected) {
             return Err(PushError::Unauthorized);
         }
     }
@@ -623,8 +692,9 @@ async fn receive(
     {
         return Err(PushError::TooLarge(max_body));
     }
-    let bytes = axum::body::to_bytes(body, max_body)
+    let bytes = tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, max_body))
         .await
+        .map_err(|_| PushError::Timeout(BODY_READ_TIMEOUT))?
         .map_err(|_| PushError::TooLarge(max_body))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| {
         PushError::Path("the body is not UTF-8 text".into()) // reported as bad_request
@@ -652,8 +722,48 @@ mod tests {
             failures: r#"nb_ops_total{result="error"}"#.into(),
             cumulative,
             max_age: Some(Duration::from_secs(60)),
+            group_ttl: None,
         })
         .unwrap()
+    }
+
+    /// Issue 27 #5: with `group_ttl = 300ms`, 10,000 grouping keys fill the
+    /// cap; a new key is refused while they are fresh and accepted once
+    /// they expire. The old inbox kept every key for good.
+    #[test]
+    fn grouping_keys_expire_and_free_the_cap() {
+        let store = PushStore::default();
+        let s = PushSource::new(&PushSignalConfig {
+            job: "nb".into(),
+            labels: BTreeMap::new(),
+            attempts: Some("nb_ops_total".into()),
+            successes: None,
+            failures: r#"nb_ops_total{result="error"}"#.into(),
+            cumulative: true,
+            max_age: Some(Duration::from_secs(60)),
+            group_ttl: Some(Duration::from_millis(300)),
+        })
+        .unwrap();
+        store.register(s.inbox());
+        let started = Instant::now();
+        let text = body(1.0, 0.0);
+        for i in 0..MAX_GROUPS_PER_TARGET {
+            store
+                .ingest(PushMethod::Put, &format!("job/nb/instance/i{i}"), &text)
+                .unwrap();
+        }
+        if started.elapsed() < Duration::from_millis(250) {
+            let e = store
+                .ingest(PushMethod::Put, "job/nb/instance/new", &text)
+                .unwrap_err();
+            assert_eq!(e.result(), "unusable", "{e}");
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        store
+            .ingest(PushMethod::Put, "job/nb/instance/new", &text)
+            .expect("a new key once the old ones expired");
+        // The expired groups left the sums.
+        assert_eq!(read(&s), (1.0, 0.0));
     }
 
     fn body(ok: f64, err: f64) -> String {
@@ -665,6 +775,36 @@ mod tests {
     fn read(s: &PushSource) -> (f64, f64) {
         let c = s.inbox.read().unwrap();
         (c.first, c.failures)
+    }
+
+    /// Issue 27 #3: two deltas of 1.7e308 left the totals at +Inf for good
+    /// (every later window non-finite: signal loss at the floor). Fails on
+    /// the old code, which added them unchecked.
+    #[test]
+    fn a_delta_push_that_would_overflow_is_refused_and_does_not_stick() {
+        let store = PushStore::default();
+        let s = source(false, &[]);
+        store.register(s.inbox());
+        store
+            .ingest(PushMethod::Post, "job/nb", &body(1.7e308, 0.0))
+            .unwrap();
+        let e = store
+            .ingest(PushMethod::Post, "job/nb", &body(1.7e308, 0.0))
+            .unwrap_err();
+        assert_eq!(e.result(), "unusable", "{e}");
+        assert_eq!(e.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        // The totals restarted: finite, and later pushes add up again.
+        assert_eq!(read(&s), (0.0, 0.0));
+        store
+            .ingest(PushMethod::Post, "job/nb", &body(9.0, 1.0))
+            .unwrap();
+        assert_eq!(read(&s), (10.0, 1.0));
+        store.ingest(PushMethod::Delete, "job/nb", "").unwrap();
+        store
+            .ingest(PushMethod::Post, "job/nb", &body(9.0, 1.0))
+            .unwrap();
+        let c = s.inbox.read().unwrap();
+        assert!(c.first.is_finite() && c.failures.is_finite());
     }
 
     #[test]

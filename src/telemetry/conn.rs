@@ -9,7 +9,12 @@
 //! [`ServerLimits::header_read_timeout`]; at most
 //! [`ServerLimits::max_connections`] are open, and a new one past the cap
 //! closes the longest-idle connection (one with no request in flight), so a
-//! scrape always gets in while the idle ones are shed. The cap being
+//! scrape always gets in while the idle ones are shed. When none is idle,
+//! the connection whose request body has been arriving longest is closed
+//! instead: a request whose body is still in flight is a client that holds
+//! a connection without asking anything of the server yet, and 300 of them
+//! dribbling one byte each starved `/metrics` before (issue 27). A request
+//! whose handler is running (its body read) is never shed. The cap being
 //! reached is logged (at most once a minute) and counted in
 //! `throttle_server_connections_shed_total`.
 //!
@@ -57,9 +62,15 @@ impl Default for ServerLimits {
 struct Conn {
     /// Requests in flight.
     busy: AtomicUsize,
+    /// Requests begun on it so far.
+    requests: AtomicU64,
     /// Milliseconds since the server's start of the last request's end (or
     /// the accept).
     last_active_ms: AtomicU64,
+    /// 0, or 1 + the milliseconds since the server's start at which the
+    /// current request's body began to be awaited (the body not yet read
+    /// to its end).
+    body_since_ms: AtomicU64,
     /// Closes it at once.
     close: CancellationToken,
 }
@@ -74,16 +85,34 @@ impl Table {
         self.start.elapsed().as_millis() as u64
     }
 
-    /// Closes the connection that has been idle longest; false if every
-    /// open connection has a request in flight.
-    /// It leaves the table at once (its task closes the socket next).
+    /// Chooses a connection to close, in this order: the longest idle of
+    /// those kept alive after a request; else the one whose request body
+    /// has been arriving longest; else the longest idle of those that have
+    /// not sent a whole request head yet (a scrape that just connected is
+    /// one of these, so it is shed last). False if every open connection has
+    /// a request whose handler is running. It leaves the table at once (its
+    /// task closes the socket next).
     fn shed_one(&self) -> bool {
         let mut conns = lock(&self.conns);
-        let victim = conns
-            .iter()
-            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0)
-            .min_by_key(|(_, c)| c.last_active_ms.load(Ordering::Relaxed))
-            .map(|(id, _)| *id);
+        let idle = |served: bool| {
+            conns
+                .iter()
+                .filter(|(_, c)| {
+                    c.busy.load(Ordering::Acquire) == 0
+                        && (c.requests.load(Ordering::Relaxed) > 0) == served
+                })
+                .min_by_key(|(_, c)| c.last_active_ms.load(Ordering::Relaxed))
+                .map(|(id, _)| *id)
+        };
+        let body = || {
+            conns
+                .iter()
+                .map(|(id, c)| (*id, c.body_since_ms.load(Ordering::Acquire)))
+                .filter(|(_, since)| *since != 0)
+                .min_by_key(|(_, since)| *since)
+                .map(|(id, _)| id)
+        };
+        let victim = idle(true).or_else(body).or_else(|| idle(false));
         match victim.and_then(|id| conns.remove(&id)) {
             Some(conn) => {
                 conn.close.cancel();
@@ -108,6 +137,7 @@ struct InFlight {
 impl InFlight {
     fn new(conn: &Arc<Conn>, table: &Arc<Table>) -> Self {
         conn.busy.fetch_add(1, Ordering::AcqRel);
+        conn.requests.fetch_add(1, Ordering::Relaxed);
         InFlight {
             conn: conn.clone(),
             table: table.clone(),
@@ -121,6 +151,67 @@ impl Drop for InFlight {
             .last_active_ms
             .store(self.table.now_ms(), Ordering::Relaxed);
         self.conn.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A request body that marks its connection as "body in flight" until it
+/// is read to its end, fails or is dropped, so that [`Table::shed_one`] may
+/// shed a connection that is only dribbling a body.
+struct TrackedBody {
+    inner: Incoming,
+    conn: Option<Arc<Conn>>,
+}
+
+impl TrackedBody {
+    fn new(inner: Incoming, conn: &Arc<Conn>, table: &Table) -> Self {
+        use hyper::body::Body as _;
+        let conn = (!inner.is_end_stream()).then(|| {
+            conn.body_since_ms
+                .store(table.now_ms() + 1, Ordering::Release);
+            conn.clone()
+        });
+        TrackedBody { inner, conn }
+    }
+
+    fn finish(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.body_since_ms.store(0, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for TrackedBody {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl hyper::body::Body for TrackedBody {
+    type Data = hyper::body::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            std::task::Poll::Ready(None) | std::task::Poll::Ready(Some(Err(_))) => self.finish(),
+            _ => {
+                if self.inner.is_end_stream() {
+                    self.finish();
+                }
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -193,7 +284,9 @@ pub async fn serve(
         next_id += 1;
         let conn = Arc::new(Conn {
             busy: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
             last_active_ms: AtomicU64::new(table.now_ms()),
+            body_since_ms: AtomicU64::new(0),
             close: CancellationToken::new(),
         });
         lock(&table.conns).insert(id, conn.clone());
@@ -226,6 +319,7 @@ async fn serve_one(
     let (c, t) = (conn.clone(), table.clone());
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let guard = InFlight::new(&c, &t);
+        let req = req.map(|body| TrackedBody::new(body, &c, &t));
         let fut = hyper::service::Service::call(&tower, req);
         async move {
             let response = fut.await;

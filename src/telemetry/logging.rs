@@ -53,9 +53,13 @@ pub fn init(format: LogFormat) {
     let _ = result;
 }
 
-/// The text format: time, level and the message alone. The message of
-/// every movement already states all its facts in words; the same facts are
-/// structured fields in `--log-format json`.
+/// The text format: time, level and the message, then `error`,
+/// `error_type` and the target. The message of every movement already
+/// states all its facts in words; the same facts are structured fields in
+/// `--log-format json`. The target (an event's `target` field, else the
+/// `target` of the span it runs in) is added as `target=NAME` unless the
+/// message already begins with it, so that with many targets every line
+/// says whose it is (issue 27).
 struct TextLine;
 
 impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for TextLine
@@ -65,37 +69,74 @@ where
 {
     fn format_event(
         &self,
-        _ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
         mut writer: tracing_subscriber::fmt::format::Writer<'_>,
         event: &tracing::Event<'_>,
     ) -> std::fmt::Result {
-        struct Message(String, Vec<String>);
+        #[derive(Default)]
+        struct Message {
+            text: String,
+            extras: Vec<String>,
+            target: Option<String>,
+        }
         impl tracing::field::Visit for Message {
             fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-                if field.name() == "message" {
-                    self.0 = value.to_string();
-                } else if matches!(field.name(), "error" | "error_type") {
-                    self.1.push(format!("{}={value}", field.name()));
+                match field.name() {
+                    "message" => self.text = value.to_string(),
+                    "error" | "error_type" => self.extras.push(format!("{}={value}", field.name())),
+                    "target" => self.target = Some(value.to_string()),
+                    _ => {}
                 }
             }
             fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                } else if matches!(field.name(), "error" | "error_type") {
-                    self.1.push(format!("{}={value:?}", field.name()));
+                match field.name() {
+                    "message" => self.text = format!("{value:?}"),
+                    "error" | "error_type" => {
+                        self.extras.push(format!("{}={value:?}", field.name()))
+                    }
+                    // `target = %name` records through Display-as-Debug.
+                    "target" => self.target = Some(format!("{value:?}")),
+                    _ => {}
                 }
             }
         }
-        let mut m = Message(String::new(), Vec::new());
+        let mut m = Message::default();
         event.record(&mut m);
+        if m.target.is_none() {
+            m.target = ctx.event_scope().and_then(|scope| {
+                scope.from_root().fold(None, |found, span| {
+                    let ext = span.extensions();
+                    let fields = ext.get::<tracing_subscriber::fmt::FormattedFields<N>>();
+                    fields.and_then(|f| span_target(f.as_str())).or(found)
+                })
+            });
+        }
         let now = humantime::format_rfc3339_millis(std::time::SystemTime::now());
         let level = event.metadata().level();
-        write!(writer, "{now} {level:>5} {}", m.0)?;
-        for extra in m.1 {
+        write!(writer, "{now} {level:>5} {}", m.text)?;
+        for extra in m.extras {
             write!(writer, " {extra}")?;
+        }
+        if let Some(t) = m.target.filter(|t| !m.text.starts_with(t.as_str())) {
+            write!(writer, " target={t}")?;
         }
         writeln!(writer)
     }
+}
+
+/// The value of `target=...` in a span's formatted fields (`target=checkout
+/// member=a`; a quoted value for a Debug-recorded string).
+fn span_target(fields: &str) -> Option<String> {
+    let at = fields
+        .match_indices("target=")
+        .find(|(i, _)| *i == 0 || fields.as_bytes()[i - 1] == b' ')?
+        .0;
+    let value = &fields[at + "target=".len()..];
+    let value = match value.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next().unwrap_or(""),
+        None => value.split(' ').next().unwrap_or(""),
+    };
+    (!value.is_empty()).then(|| value.to_string())
 }
 
 /// Log lines (and other diagnostics) that could not be written to stderr or
@@ -287,4 +328,49 @@ pub fn log_memory_clear(name: &str, knob: Control, at: f64) {
         crate::governor::MEMORY_CLEAR_STREAK,
         offer(knob, at)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 27 #8: with many targets, every text line says whose it is.
+    #[test]
+    fn text_lines_name_the_target() {
+        let buf = Buf::default();
+        let writer = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .event_format(TextLine)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target = "checkout", "Write failed");
+            tracing::info!(target = %"checkout", "checkout: moved");
+            let span = tracing::info_span!("tick", target = %"cart");
+            let _entered = span.enter();
+            tracing::warn!("Signal lost");
+        });
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("Write failed target=checkout"), "{text}");
+        assert!(lines[1].ends_with("checkout: moved"), "{text}");
+        assert!(lines[2].ends_with("Signal lost target=cart"), "{text}");
+        assert_eq!(span_target("member=a target=\"x y\""), Some("x y".into()));
+        assert_eq!(span_target("subtarget=a"), None);
+    }
 }

@@ -382,6 +382,7 @@ pub const PUSH_RESULTS: &[&str] = &[
     "bad_request",
     "no_target",
     "unusable",
+    "timeout",
 ];
 
 impl FaultMetrics {

@@ -30,6 +30,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -59,10 +60,15 @@ pub struct OfferQuery {
 /// `GET /api/v1/targets/{name}/offer`
 pub async fn offer(
     State(t): State<Arc<Telemetry>>,
-    Path(name): Path<String>,
-    Query(q): Query<OfferQuery>,
+    name: Result<Path<String>, PathRejection>,
+    q: Result<Query<OfferQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
+    let (Path(name), Query(q)) = match (name, q) {
+        (Ok(name), Ok(q)) => (name, q),
+        (Err(e), _) => return bad_request(&t, e.body_text()),
+        (_, Err(e)) => return bad_request(&t, e.body_text()),
+    };
     let member = q.instance.clone();
     answer(&t, &name, member.as_deref(), &q, &headers)
 }
@@ -70,11 +76,23 @@ pub async fn offer(
 /// `GET /api/v1/targets/{name}/members/{member}/offer`
 pub async fn member_offer(
     State(t): State<Arc<Telemetry>>,
-    Path((name, member)): Path<(String, String)>,
-    Query(q): Query<OfferQuery>,
+    names: Result<Path<(String, String)>, PathRejection>,
+    q: Result<Query<OfferQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
+    let (Path((name, member)), Query(q)) = match (names, q) {
+        (Ok(names), Ok(q)) => (names, q),
+        (Err(e), _) => return bad_request(&t, e.body_text()),
+        (_, Err(e)) => return bad_request(&t, e.body_text()),
+    };
     answer(&t, &name, Some(&member), &q, &headers)
+}
+
+/// A path or query the extractors refused (a duplicate `client`, a name
+/// that is not UTF-8): a counted 400, like every other refusal (issue 27;
+/// the router's own 400 was not counted).
+fn bad_request(t: &Telemetry, why: String) -> Response {
+    refuse(t, StatusCode::BAD_REQUEST, "bad_request", why)
 }
 
 fn refuse(t: &Telemetry, status: StatusCode, result: &'static str, message: String) -> Response {
@@ -99,6 +117,16 @@ fn is_client_id(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':'))
 }
 
+/// Whether an `If-None-Match` value matches `etag`: `*` matches any
+/// current offer, and the comparison is weak (RFC 9110 §13.1.2), so
+/// `W/"g3"` matches `"g3"`.
+fn if_none_match(value: &str, etag: &str) -> bool {
+    value
+        .split(',')
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+}
+
 fn answer(
     t: &Telemetry,
     name: &str,
@@ -109,8 +137,7 @@ fn answer(
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(crate::auth::token::bearer);
     if !t.pull.authorized(presented) {
         return refuse(
             t,
@@ -159,7 +186,7 @@ fn answer(
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag));
+        .is_some_and(|v| if_none_match(v, &etag));
     emit_pull(
         t,
         Pull::Served {
@@ -216,6 +243,17 @@ fn body(s: &Served, json: bool) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 27 #8: `*` and weak ETags get 304 (they got 200 before).
+    #[test]
+    fn if_none_match_takes_star_and_weak_tags() {
+        for v in ["\"g3\"", "*", "W/\"g3\"", "\"g1\", W/\"g3\"", " * "] {
+            assert!(if_none_match(v, "\"g3\""), "{v}");
+        }
+        for v in ["\"g4\"", "W/\"g4\"", "g3", ""] {
+            assert!(!if_none_match(v, "\"g3\""), "{v}");
+        }
+    }
 
     #[test]
     fn client_ids_are_bounded() {

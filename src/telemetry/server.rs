@@ -43,8 +43,11 @@ pub fn router(telemetry: Arc<Telemetry>) -> Router {
             "/api/v1/targets/{name}/members/{member}/offer",
             get(super::pull::member_offer),
         )
+        // Every push path, so that `job@base64/...` is decoded and a bad
+        // path (`/metrics/job/`, `/metrics/nope`) is a counted 400, not an
+        // uncounted 404 from the router.
         .route(
-            "/metrics/job/{*grouping}",
+            "/metrics/{*grouping}",
             axum::routing::put(push).post(push).delete(push),
         )
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
