@@ -9,5 +9,6 @@ mod support;
 
 mod cli_run;
 mod hardening;
+mod hardening_iii;
 mod replay;
 mod secrets;

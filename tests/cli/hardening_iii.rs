@@ -3,7 +3,7 @@
 //! Each test fails without its fix; docs/RELIABILITY.md's "Hardening III"
 //! table names them.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
