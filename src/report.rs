@@ -668,8 +668,10 @@ pub struct TargetReport {
     /// The latency bound, when one was set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_bound: Option<LatencyBoundStatus>,
-    /// Which bound limits the capacity: `failures`, `latency` or `both`
-    /// (null without a capacity figure). See [`binding`].
+    /// Which bound limits the capacity: `failures`, `latency`, `both`, or
+    /// `neither` (no window's quantile reached the latency bound: the
+    /// figure is a lower bound) (null without a capacity figure). See
+    /// [`binding`].
     pub binding: Option<&'static str>,
     /// Per window: time, offer, attempts, failures, frac, decision.
     pub history: Vec<WindowRecord>,
@@ -679,7 +681,8 @@ pub struct TargetReport {
 /// exceeded; when the period never went higher, the signal that drove most
 /// of its back-offs, else what held it (latency-band holds), else the
 /// signal of the last back-off before it; `failures` without a latency
-/// bound.
+/// bound. Latency binds only when some window's quantile was over the
+/// bound: otherwise `neither`, and the figure is a lower bound.
 pub fn binding(
     steady: &Steady,
     period: &[WindowRecord],
@@ -687,16 +690,32 @@ pub fn binding(
     latency: Option<LatencyBoundStatus>,
 ) -> Option<&'static str> {
     steady.capacity?;
-    if latency.is_none() {
+    let Some(bound) = latency else {
         return Some("failures");
-    }
+    };
+    let found = binding_found(steady, period, high);
+    // Latency binds only where a window's quantile exceeded the bound: a
+    // figure held in the band (or at the ceiling) below a bound no window
+    // ever reached is a lower bound of the latency capacity (issue 26).
+    let crossed = period
+        .iter()
+        .any(|r| r.latency_secs.is_some_and(|l| l > bound.bound_secs));
+    Some(match found {
+        "latency" if !crossed => "neither",
+        "both" if !crossed => "failures",
+        b => b,
+    })
+}
+
+/// [`binding`] before the check that latency was ever over its bound.
+fn binding_found(steady: &Steady, period: &[WindowRecord], high: f64) -> &'static str {
     if let Some(u) = &steady.evidence.next_step_up {
         let f = u.failure_ratio > high;
         let l = u.latency_within_bound == Some(false);
         match (f, l) {
-            (true, true) => return Some("both"),
-            (true, false) => return Some("failures"),
-            (false, true) => return Some("latency"),
+            (true, true) => return "both",
+            (true, false) => return "failures",
+            (false, true) => return "latency",
             (false, false) => {}
         }
     }
@@ -706,7 +725,7 @@ pub fn binding(
     let by = |latency: bool| if latency { "latency" } else { "failures" };
     if !downs.is_empty() {
         let by_latency = downs.iter().filter(|r| r.latency_drove).count();
-        return Some(by(by_latency * 2 > downs.len()));
+        return by(by_latency * 2 > downs.len());
     }
     let latency_holds = in_period
         .iter()
@@ -714,13 +733,13 @@ pub fn binding(
         .count();
     let band_holds = in_period.iter().filter(|r| r.label == "dead-band").count();
     if latency_holds + band_holds > 0 {
-        return Some(by(latency_holds > band_holds));
+        return by(latency_holds > band_holds);
     }
     let last_down = period
         .iter()
         .rev()
         .find(|r| r.decision == "down" && r.time_secs < from);
-    Some(by(last_down.is_some_and(|r| r.latency_drove)))
+    by(last_down.is_some_and(|r| r.latency_drove))
 }
 
 /// The whole report.
@@ -795,12 +814,18 @@ impl TargetReport {
                     ),
                     None => "; no higher offer in the settled period".to_string(),
                 };
+                let binds = match bind {
+                    Some("neither") => format!(
+                        "a lower bound: no window's {q} reached {}",
+                        crate::governor::latency::seconds(b.bound_secs)
+                    ),
+                    b => format!("{} binds", b.unwrap_or("failures")),
+                };
                 format!(
-                    "{name}: capacity {} {control} at steady state at failure ratio <= {} and {q} <= {} ({} binds): failure ratio {} (95% interval {}–{}), {q} {} over {} windows{next}",
+                    "{name}: capacity {} {control} at steady state at failure ratio <= {} and {q} <= {} ({binds}): failure ratio {} (95% interval {}–{}), {q} {} over {} windows{next}",
                     short(figure),
                     pct(high),
                     crate::governor::latency::seconds(b.bound_secs),
-                    bind.unwrap_or("failures"),
                     pct(c.failure_ratio),
                     pct(c.interval.low),
                     pct(c.interval.high),

@@ -780,6 +780,36 @@ mod latency_bound {
         assert_eq!(t.binding, Some("latency"));
     }
 
+    /// Issue 26: a plateau held in the band below a bound that no window
+    /// ever reached (slow start landed in the band, or the ceiling) is a
+    /// lower bound of the latency capacity: the report says so and never
+    /// says that latency binds.
+    #[test]
+    fn a_band_plateau_that_never_reached_the_bound_is_a_lower_bound() {
+        // 14 users: 280 ms, in the band (248-310 ms); nothing above it.
+        let h: Vec<WindowRecord> = (0..20)
+            .map(|i| window(f64::from(i) * 3.0, 14.0, "hold", "latency-band"))
+            .collect();
+        let t = TargetReport::new_with(
+            "slo",
+            "concurrency",
+            0.05,
+            None,
+            h,
+            &SteadyRule::default(),
+            Some(BOUND),
+        );
+        assert_eq!(t.capacity, Some(14.0), "{}", t.verdict);
+        assert_eq!(t.binding, Some("neither"));
+        assert!(!t.verdict.contains("binds"), "{}", t.verdict);
+        assert!(
+            t.verdict
+                .contains("(a lower bound: no window's p99 reached 310ms)"),
+            "{}",
+            t.verdict
+        );
+    }
+
     #[test]
     fn the_html_charts_latency_against_its_bound() {
         let t = TargetReport::new_with(
