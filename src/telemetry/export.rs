@@ -233,6 +233,9 @@ pub enum Event {
     },
     /// A robust-profile suggestion, logged once.
     Advice(String),
+    /// The live capacity estimate after a window (every window; logged and
+    /// moved in the metric only when its figure or state changes).
+    Capacity(super::CapacityEstimate),
 }
 
 /// What happened to a group member.
@@ -690,6 +693,38 @@ impl Exporter {
             Event::Advice(text) => {
                 info!(target = %name, "{name}: {text}");
                 self.update(|s| s.advice = Some(text));
+            }
+            Event::Capacity(estimate) => {
+                let mut before = super::CapacityEstimate::None;
+                self.update(|s| before = std::mem::replace(&mut s.capacity, estimate));
+                if !estimate.changed_from(&before) {
+                    return;
+                }
+                let series = |state| super::metrics::CapacityLabels {
+                    target: self.name.clone(),
+                    state,
+                };
+                for state in super::metrics::CAPACITY_STATES {
+                    if Some(state) != estimate.state() {
+                        m.capacity.remove(&series(state));
+                    }
+                }
+                match (estimate.state(), estimate.figure()) {
+                    (Some(state), Some(f)) => {
+                        m.capacity.get_or_create(&series(state)).set(f.offer);
+                        info!(target = %name, capacity = f.offer, state,
+                            "{name}: capacity {} {knob} ({state}, failure ratio {} [{}–{}] over {} window{})",
+                            offer(knob, f.offer),
+                            crate::governor::pct(f.failure_ratio),
+                            crate::governor::pct(f.interval[0]),
+                            crate::governor::pct(f.interval[1]),
+                            f.windows,
+                            if f.windows == 1 { "" } else { "s" });
+                    }
+                    _ => {
+                        info!(target = %name, "{name}: capacity no longer known: the windows kept no longer bracket the bound");
+                    }
+                }
             }
         }
     }
