@@ -486,7 +486,7 @@ fn capacity_figure(offer: f64, l: &LevelStats, above: Option<&LevelStats>) -> Ca
 ///   the figure, interval and windows are the report's, to the bit.
 /// - Else **provisional** when, over the latest evidence windows (at most
 ///   [`MAX_PERIOD`]), pooled by level as the report pools its period, a
-///   level that [`qualifies`] (within the bound, held for at least
+///   level that qualifies (within the bound, held for at least
 ///   [`MIN_LEVEL_WINDOWS`] windows) lies below a level whose pooled ratio
 ///   breached: the highest such level is the figure.
 /// - Else **none**: nothing brackets the wall yet (a climb that has not

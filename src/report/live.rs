@@ -162,3 +162,38 @@ mod tests {
         assert_eq!(live.windows.len(), LIVE_WINDOWS);
     }
 }
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    #[test]
+    #[ignore = "timing"]
+    fn push_cost() {
+        let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
+        let cycle = [8.0, 9.0, 10.0, 11.0, 6.0, 7.0];
+        let n = 20_000;
+        let t = std::time::Instant::now();
+        for i in 0..n {
+            let o: f64 = cycle[i % cycle.len()];
+            let bad = (o - 10.0).max(0.0) * 200.0;
+            let r = WindowRecord {
+                time_secs: i as f64,
+                offer: o,
+                attempts: Some(o.min(10.0) * 10.0 + bad),
+                failures: Some(bad),
+                frac: None,
+                window_secs: Some(2.0),
+                decision: "up",
+                to: o,
+                label: "",
+                discarded: false,
+                unconfirmed: false,
+                latency_secs: None,
+                latency_drove: false,
+            };
+            std::hint::black_box(live.push(&r));
+        }
+        eprintln!("{:?} per push", t.elapsed() / n as u32);
+    }
+}

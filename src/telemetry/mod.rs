@@ -5,7 +5,10 @@
 //! HTTP server with `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`
 //! ([`server`]), one log line per movement ([`logging`]), and the per-target
 //! state and window history that the API and the capacity report read
-//! ([`TargetStatus`], [`WindowRecord`]).
+//! ([`TargetStatus`], [`WindowRecord`]), and the live capacity estimate
+//! ([`capacity`]) the status, `throttle_capacity` and the log show. The
+//! estimate is computed above this module, by the report's code, because
+//! the report reads this module's records.
 //!
 //! What it may touch: its own listener and the log output. It never decides
 //! and never writes to a load tool.

@@ -162,6 +162,9 @@ async fn capacity_is_null_then_provisional_then_steady_and_equals_the_report() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(compared, "could not read the status and report between windows");
+    assert!(
+        compared,
+        "could not read the status and report between windows"
+    );
     running.shutdown(Duration::from_secs(5)).await;
 }
