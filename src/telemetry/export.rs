@@ -921,4 +921,53 @@ mod tests {
         })
         .contains("still reports 3"));
     }
+
+    /// `throttle_capacity` has one series, in the estimate's state: none
+    /// before the figure is known, the provisional one replaced by the
+    /// steady one, and none again when the figure is withdrawn or the
+    /// target removed; the status follows every window.
+    #[test]
+    fn the_capacity_metric_keeps_one_series_in_the_current_state() {
+        use crate::telemetry::{CapacityEstimate, CapacityFigure};
+        let tel = Arc::new(Telemetry::with_history(10));
+        let e = started(&tel, "t1");
+        let series = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("throttle_capacity{"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert!(series(&tel.metrics.encode()).is_empty());
+        assert_eq!(
+            serde_json::to_value(tel.status("t1").unwrap()).unwrap()["capacity"],
+            serde_json::Value::Null
+        );
+        let f = |offer: f64, windows: usize| CapacityFigure {
+            offer,
+            failure_ratio: 0.01,
+            interval: [0.005, 0.02],
+            windows,
+            attempts: 1000.0,
+            failures: 10.0,
+            next_step_up: Some(offer + 1.0),
+        };
+        e.emit(Event::Capacity(CapacityEstimate::Provisional(f(10.0, 2))));
+        assert_eq!(
+            series(&tel.metrics.encode()),
+            ["throttle_capacity{target=\"t1\",state=\"provisional\"} 10.0"]
+        );
+        e.emit(Event::Capacity(CapacityEstimate::Steady(f(10.0, 5))));
+        assert_eq!(
+            series(&tel.metrics.encode()),
+            ["throttle_capacity{target=\"t1\",state=\"steady\"} 10.0"]
+        );
+        let st = serde_json::to_value(tel.status("t1").unwrap()).unwrap();
+        assert_eq!(st["capacity"]["steady"], true);
+        assert_eq!(st["capacity"]["windows"], 5);
+        e.emit(Event::Capacity(CapacityEstimate::None));
+        assert!(series(&tel.metrics.encode()).is_empty());
+        e.emit(Event::Capacity(CapacityEstimate::Steady(f(11.0, 5))));
+        tel.unregister("t1");
+        assert!(series(&tel.metrics.encode()).is_empty());
+    }
 }
