@@ -85,6 +85,8 @@ pub struct TargetTask {
     pub dry_run: bool,
     /// Where congestion memory is kept across restarts, if anywhere.
     pub state: Option<Arc<StateStore>>,
+    /// The steady-state rule of the live capacity estimate.
+    pub steady: SteadyRule,
     /// Resume and handover on a config reload.
     pub lifecycle: Lifecycle,
     builder: Builder,
@@ -246,8 +248,8 @@ impl TargetTask {
         if let Some(b) = latency_bound {
             exporter.emit(Event::LatencyBound(b));
         }
-        // The live capacity estimate, under the report's default rule.
-        let mut live = LiveCapacity::new(SteadyRule::default(), p.high, latency_bound);
+        // The live capacity estimate, under the report's rule.
+        let mut live = LiveCapacity::new(self.steady, p.high, latency_bound);
         let mut core = Core::new(
             crate::governor::ThrottleGovernor::with_profile(p, self.config.profile),
             step::Policy {
