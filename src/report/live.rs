@@ -20,9 +20,13 @@
 //!
 //! The cost is bounded per window and independent of the run's length: one
 //! pass over the ring, the steady-state search (quadratic in the ring, at
-//! most about 2,000 level comparisons at 64 windows) and one pooling. No
-//! scrape computes anything: `/api/v1/targets` serialises the value stored
-//! at the last window.
+//! most about 2,000 level comparisons at 64 windows) and one or two
+//! poolings. Measured (the ignored `push_cost` test, a full ring of a
+//! sawtooth, the crate at opt-level 3): 8.3 µs a window, so 10,000 targets
+//! at 2 s windows spend about 4 % of one core on it. No scrape computes
+//! anything: `/api/v1/targets` serialises the value stored at the last
+//! window, and the metric and the log move only when the figure or its
+//! state changes.
 //!
 //! What is given up: a settled period longer than the ring. When the
 //! report's history holds a longer settled period than [`LIVE_WINDOWS`], the
