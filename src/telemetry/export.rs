@@ -349,6 +349,15 @@ impl Exporter {
                 lag,
             } => {
                 m.init_target(&self.name, p.floor, p.ceiling, p.high, p.start);
+                // A (re)started target has no capacity estimate yet: a
+                // series left by its previous task would outlive the
+                // status's `null`.
+                for state in super::metrics::CAPACITY_STATES {
+                    m.capacity.remove(&super::metrics::CapacityLabels {
+                        target: self.name.clone(),
+                        state,
+                    });
+                }
                 let mut status = TargetStatus::initial(name, &p, dry_run);
                 status.profile = profile.as_str();
                 status.signal_lag = lag;
@@ -967,6 +976,11 @@ mod tests {
         e.emit(Event::Capacity(CapacityEstimate::None));
         assert!(series(&tel.metrics.encode()).is_empty());
         e.emit(Event::Capacity(CapacityEstimate::Steady(f(11.0, 5))));
+        // A reload restarts the target: its new task starts with no figure.
+        let again = started(&tel, "t1");
+        assert!(series(&tel.metrics.encode()).is_empty());
+        again.emit(Event::Capacity(CapacityEstimate::Steady(f(11.0, 5))));
+        assert_eq!(series(&tel.metrics.encode()).len(), 1);
         tel.unregister("t1");
         assert!(series(&tel.metrics.encode()).is_empty());
     }
