@@ -36,7 +36,7 @@
 //! |---|---|
 //! | [`auth`] | credentials and tokens (from files or env, always redacted) and TLS |
 //! | [`state`] | the state file: congestion memory kept across controller restarts |
-//! | [`report`] | the steady-state rule and the capacity report (JSON, HTML) |
+//! | [`report`] | the steady-state rule, the capacity report (JSON, HTML), and the live capacity estimate fed per window by the engine ([`report::estimate`], [`report::live`]) |
 //! | [`reload`] | hot reload on SIGHUP or a config change, keeping governor state |
 //! | [`supervisor`] | starts every target, serves telemetry, shuts down in bounded time |
 //! | [`cli`] | the command-line interface (clap definitions) |

@@ -176,6 +176,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         RunOptions {
             dry_run: args.dry_run,
             history_limit,
+            steady: rule,
             ..Default::default()
         },
         None,

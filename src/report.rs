@@ -87,6 +87,7 @@
 //! a capacity.
 
 pub mod html;
+pub mod live;
 #[cfg(test)]
 mod tests;
 
@@ -95,7 +96,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::governor::pct;
-use crate::telemetry::{LatencyBoundStatus, WindowRecord};
+use crate::telemetry::{CapacityEstimate, CapacityFigure, LatencyBoundStatus, WindowRecord};
 
 /// A level must hold this many evidence windows in the settled period to
 /// give a capacity figure: an offer seen once is not revisited.
@@ -335,14 +336,7 @@ pub fn assess_with(
 ) -> Result<Steady, NotSteady> {
     let need = rule.need();
     stale(history, need)?;
-    // The latest evidence windows, at most MAX_PERIOD of them, oldest first.
-    let mut evidence: Vec<&WindowRecord> = history
-        .iter()
-        .rev()
-        .filter(|r| use_of(r) == Use::Evidence)
-        .take(MAX_PERIOD)
-        .collect();
-    evidence.reverse();
+    let evidence = latest_evidence(history);
     if evidence.len() < need {
         return Err(NotSteady::new(
             "too-few-windows",
@@ -352,11 +346,9 @@ pub fn assess_with(
             ),
         ));
     }
-    let recent = &evidence[evidence.len() - need..];
-    let top = recent.iter().map(|r| r.offer).fold(f64::MIN, f64::max);
     let tail = &evidence[..];
-    let integer = tail.iter().all(|r| r.offer.fract() == 0.0);
-    let width = level_width(top, integer);
+    let (width, integer) = levels_of(tail, need);
+    let top = top_of(tail, need);
     let tol_bottom = (rule.band * top.abs()).max(width);
     let offers: Vec<f64> = tail.iter().map(|r| r.offer).collect();
     let levels: Vec<i64> = offers.iter().map(|&o| level(o, width)).collect();
@@ -378,9 +370,7 @@ pub fn assess_with(
     };
     let period = &tail[tail.len() - len..];
     let levels = pool(period, width, high, latency);
-    let candidate = levels
-        .iter()
-        .rposition(|l| l.within_bound && l.windows >= MIN_LEVEL_WINDOWS);
+    let candidate = levels.iter().rposition(qualifies);
     if candidate.is_none() {
         if let Some(l) = levels.iter().rev().find(|l| l.within_bound) {
             return Err(NotSteady::new(
@@ -412,14 +402,7 @@ pub fn assess_with(
         peak_min: peaks.iter().copied().reduce(f64::min),
         peak_max: peaks.iter().copied().reduce(f64::max),
     };
-    let capacity = candidate.map(|i| {
-        let mean = levels[i].offer;
-        if integer {
-            mean.floor()
-        } else {
-            mean
-        }
-    });
+    let capacity = candidate.map(|i| figure_of(&levels[i], integer));
     let evidence = Evidence {
         capacity: candidate.map(|i| levels[i].clone()),
         next_step_up: candidate.and_then(|i| levels.get(i + 1).cloned()),
@@ -437,6 +420,114 @@ pub fn assess_with(
         settled,
         evidence,
     })
+}
+
+/// The latest evidence windows, at most [`MAX_PERIOD`] of them, oldest
+/// first.
+fn latest_evidence(history: &[WindowRecord]) -> Vec<&WindowRecord> {
+    let mut evidence: Vec<&WindowRecord> = history
+        .iter()
+        .rev()
+        .filter(|r| use_of(r) == Use::Evidence)
+        .take(MAX_PERIOD)
+        .collect();
+    evidence.reverse();
+    evidence
+}
+
+/// The highest offer of the last `need` evidence windows (of all of them
+/// when there are fewer).
+fn top_of(evidence: &[&WindowRecord], need: usize) -> f64 {
+    evidence[evidence.len().saturating_sub(need)..]
+        .iter()
+        .map(|r| r.offer)
+        .fold(f64::MIN, f64::max)
+}
+
+/// The level width for `evidence` (one probe step at its recent top) and
+/// whether every offer in it is an integer.
+fn levels_of(evidence: &[&WindowRecord], need: usize) -> (f64, bool) {
+    let integer = evidence.iter().all(|r| r.offer.fract() == 0.0);
+    (level_width(top_of(evidence, need), integer), integer)
+}
+
+/// Whether a level can give a capacity figure: within the bound and held
+/// for at least [`MIN_LEVEL_WINDOWS`] windows.
+fn qualifies(l: &LevelStats) -> bool {
+    l.within_bound && l.windows >= MIN_LEVEL_WINDOWS
+}
+
+/// A level's capacity figure: its mean offer, rounded down on an integer
+/// knob.
+fn figure_of(l: &LevelStats, integer: bool) -> f64 {
+    if integer {
+        l.offer.floor()
+    } else {
+        l.offer
+    }
+}
+
+fn capacity_figure(offer: f64, l: &LevelStats, above: Option<&LevelStats>) -> CapacityFigure {
+    CapacityFigure {
+        offer,
+        failure_ratio: l.failure_ratio,
+        interval: [l.interval.low, l.interval.high],
+        windows: l.windows,
+        attempts: l.attempts,
+        failures: l.failures,
+        next_step_up: above.map(|u| u.offer),
+    }
+}
+
+/// The capacity estimate of `history`: the one function behind both the
+/// live `capacity` of `/api/v1/targets` and the report's figure.
+///
+/// - **Steady** when [`assess_with`] finds a steady state with a capacity:
+///   the figure, interval and windows are the report's, to the bit.
+/// - Else **provisional** when, over the latest evidence windows (at most
+///   [`MAX_PERIOD`]), pooled by level as the report pools its period, a
+///   level that qualifies (within the bound, held for at least
+///   [`MIN_LEVEL_WINDOWS`] windows) lies below a level whose pooled ratio
+///   breached: the highest such level is the figure.
+/// - Else **none**: nothing brackets the wall yet (a climb that has not
+///   breached, a breach with no level within the bound held twice below
+///   it, or saturation at every level).
+///
+/// Cost: one pass over `history` and one [`assess_with`], which is
+/// quadratic in the evidence windows it searches (at most [`MAX_PERIOD`]).
+pub fn estimate(
+    history: &[WindowRecord],
+    rule: &SteadyRule,
+    high: f64,
+    latency: Option<LatencyBoundStatus>,
+) -> CapacityEstimate {
+    if let Ok(s) = assess_with(history, rule, high, latency) {
+        if let (Some(offer), Some(c)) = (s.capacity, s.evidence.capacity.as_ref()) {
+            return CapacityEstimate::Steady(capacity_figure(
+                offer,
+                c,
+                s.evidence.next_step_up.as_ref(),
+            ));
+        }
+    }
+    let evidence = latest_evidence(history);
+    if evidence.is_empty() {
+        return CapacityEstimate::None;
+    }
+    let (width, integer) = levels_of(&evidence, rule.need());
+    let levels = pool(&evidence, width, high, latency);
+    let bracketed = (0..levels.len()).rev().find_map(|i| {
+        let above = levels[i + 1..].iter().find(|u| !u.within_bound)?;
+        qualifies(&levels[i]).then_some((i, above))
+    });
+    match bracketed {
+        Some((i, above)) => CapacityEstimate::Provisional(capacity_figure(
+            figure_of(&levels[i], integer),
+            &levels[i],
+            Some(above),
+        )),
+        None => CapacityEstimate::None,
+    }
 }
 
 /// Ends steadiness when the latest windows give no evidence: the last

@@ -37,6 +37,9 @@ pub struct RunOptions {
     /// Where congestion memory is kept across restarts (opened from
     /// `[server] state_file` by the supervisor).
     pub state: Option<Arc<StateStore>>,
+    /// The steady-state rule of the live capacity estimate (the report's,
+    /// so that a steady live figure is the report's).
+    pub steady: crate::report::SteadyRule,
 }
 
 impl Default for RunOptions {
@@ -45,6 +48,7 @@ impl Default for RunOptions {
             dry_run: false,
             history_limit: crate::telemetry::HISTORY_LIMIT,
             state: None,
+            steady: crate::report::SteadyRule::default(),
         }
     }
 }
@@ -194,6 +198,7 @@ impl Builder {
             params,
             dry_run: self.opts.dry_run,
             state: self.opts.state.clone(),
+            steady: self.opts.steady,
             lifecycle: Lifecycle::default(),
             builder: self.clone(),
             exporter: Exporter::new(self.telemetry.clone(), &t.name, t.knob, self.opts.dry_run),

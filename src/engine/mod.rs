@@ -41,9 +41,12 @@ use crate::config::group::{discovered_member, MemberSpec};
 use crate::config::{OnExit, TargetConfig};
 use crate::control::{ControlError, WriteOutcome};
 use crate::governor::Params;
+use crate::report::live::LiveCapacity;
+use crate::report::SteadyRule;
 use crate::signal::{Counters, SignalError};
 use crate::state::{Memory, StateStore};
 use crate::telemetry::export::{describe, Event, Exporter, MemberChange};
+use crate::telemetry::WindowRecord;
 use build::Builder;
 use discovery::Discovery;
 use member::MemberIo;
@@ -82,6 +85,8 @@ pub struct TargetTask {
     pub dry_run: bool,
     /// Where congestion memory is kept across restarts, if anywhere.
     pub state: Option<Arc<StateStore>>,
+    /// The steady-state rule of the live capacity estimate.
+    pub steady: SteadyRule,
     /// Resume and handover on a config reload.
     pub lifecycle: Lifecycle,
     builder: Builder,
@@ -243,6 +248,8 @@ impl TargetTask {
         if let Some(b) = latency_bound {
             exporter.emit(Event::LatencyBound(b));
         }
+        // The live capacity estimate, under the report's rule.
+        let mut live = LiveCapacity::new(self.steady, p.high, latency_bound);
         let mut core = Core::new(
             crate::governor::ThrottleGovernor::with_profile(p, self.config.profile),
             step::Policy {
@@ -397,7 +404,27 @@ impl TargetTask {
                 }
             }
             for e in out.events {
+                let capacity = match &e {
+                    Event::Window {
+                        outcome,
+                        at,
+                        window_secs,
+                        unconfirmed,
+                        in_effect,
+                        ..
+                    } => Some(live.push(&WindowRecord::of_outcome(
+                        outcome,
+                        *at,
+                        *window_secs,
+                        *unconfirmed,
+                        *in_effect,
+                    ))),
+                    _ => None,
+                };
                 exporter.emit(e);
+                if let Some(c) = capacity {
+                    exporter.emit(Event::Capacity(c));
+                }
             }
             if !out.writes.is_empty() {
                 send(&exporter, &ios, out.writes);

@@ -853,3 +853,120 @@ mod latency_bound {
         assert_eq!(with["latency_drove"], true);
     }
 }
+
+mod estimate {
+    //! The live capacity estimate: none, provisional, steady, and the
+    //! report's figure for the same history.
+    use super::*;
+    use crate::report::live::{LiveCapacity, LIVE_WINDOWS};
+
+    fn est(h: &[WindowRecord]) -> CapacityEstimate {
+        super::super::estimate(h, &SteadyRule::default(), 0.05, None)
+    }
+
+    #[test]
+    fn a_climb_that_never_breached_gives_none() {
+        let h = against_wall(&[1.0, 2.0, 4.0, 8.0, 9.0, 9.0, 10.0, 10.0], 10.0);
+        assert_eq!(est(&h), CapacityEstimate::None);
+        assert_eq!(est(&[]), CapacityEstimate::None);
+    }
+
+    #[test]
+    fn a_breach_with_no_level_held_twice_below_it_gives_none() {
+        // Slow start straight into the wall: every clean level seen once.
+        let h = against_wall(&[1.0, 2.0, 4.0, 8.0, 16.0, 5.0], 10.0);
+        assert_eq!(est(&h), CapacityEstimate::None);
+    }
+
+    #[test]
+    fn a_level_held_twice_below_a_breach_is_provisional() {
+        // 8, 9 and 10 clean, each twice; 11 and 16 breach; not settled yet.
+        let h = against_wall(
+            &[
+                1.0, 2.0, 4.0, 8.0, 16.0, 8.0, 9.0, 10.0, 11.0, 5.0, 8.0, 9.0, 10.0,
+            ],
+            10.0,
+        );
+        let e = est(&h);
+        let CapacityEstimate::Provisional(f) = e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(f.offer, 10.0);
+        assert_eq!(f.windows, 2);
+        assert_eq!(f.failure_ratio, 0.0);
+        assert!(f.interval[0] == 0.0 && f.interval[1] > 0.0 && f.interval[1] < 0.05);
+        assert_eq!(f.next_step_up, Some(11.0));
+        assert!(!report(h).steady);
+    }
+
+    #[test]
+    fn a_settled_sawtooth_is_steady_with_the_report_s_figure() {
+        let mut offers = vec![1.0, 2.0, 4.0, 8.0, 16.0, 7.0];
+        offers.extend(repeat(&[10.0, 11.0], 10));
+        let h = against_wall(&offers, 10.0);
+        let e = est(&h);
+        let t = report(h);
+        let CapacityEstimate::Steady(f) = e else {
+            panic!("{e:?}");
+        };
+        let c = t.evidence.as_ref().unwrap().capacity.as_ref().unwrap();
+        assert_eq!(Some(f.offer), t.capacity);
+        assert_eq!(f.interval, [c.interval.low, c.interval.high]);
+        assert_eq!(
+            (f.windows, f.attempts, f.failures),
+            (c.windows, c.attempts, c.failures)
+        );
+    }
+
+    #[test]
+    fn saturation_is_no_capacity() {
+        let h: Vec<WindowRecord> = (0..20)
+            .map(|i| rec(i as f64, 4.0, 100.0, 50.0, "hold"))
+            .collect();
+        assert!(report(h.clone()).steady);
+        assert_eq!(est(&h), CapacityEstimate::None);
+    }
+
+    /// Over histories the real governor makes against walls, whenever the
+    /// report has a figure the estimate is steady with that figure, and the
+    /// live ring gives the same while the history fits in it.
+    #[test]
+    fn the_same_figure_as_the_report_for_the_same_history() {
+        let mut steady = 0;
+        for seed in 0..12 {
+            for (control, wall) in [(Control::Concurrency, 10.0), (Control::Rate, 37.5)] {
+                for profile in [Profile::Default, Profile::Robust] {
+                    let h = governed(control, profile, wall, 200.0, 60, 0.1, seed);
+                    let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
+                    let mut last = CapacityEstimate::None;
+                    for r in &h {
+                        last = live.push(r);
+                    }
+                    assert!(h.len() <= LIVE_WINDOWS);
+                    let t = TargetReport::new(
+                        "t",
+                        control.as_str(),
+                        0.05,
+                        None,
+                        h.clone(),
+                        &SteadyRule::default(),
+                    );
+                    let e = est(&h);
+                    assert_eq!(last, e, "live ring vs history, seed {seed}");
+                    match t.capacity {
+                        Some(c) => {
+                            steady += 1;
+                            assert!(
+                                matches!(e, CapacityEstimate::Steady(f) if f.offer == c),
+                                "{e:?} vs {}",
+                                t.verdict
+                            );
+                        }
+                        None => assert!(!matches!(e, CapacityEstimate::Steady(_)), "{e:?}"),
+                    }
+                }
+            }
+        }
+        assert!(steady > 10, "only {steady} steady histories");
+    }
+}

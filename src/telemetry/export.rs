@@ -233,6 +233,9 @@ pub enum Event {
     },
     /// A robust-profile suggestion, logged once.
     Advice(String),
+    /// The live capacity estimate after a window (every window; logged and
+    /// moved in the metric only when its figure or state changes).
+    Capacity(super::CapacityEstimate),
 }
 
 /// What happened to a group member.
@@ -346,6 +349,15 @@ impl Exporter {
                 lag,
             } => {
                 m.init_target(&self.name, p.floor, p.ceiling, p.high, p.start);
+                // A (re)started target has no capacity estimate yet: a
+                // series left by its previous task would outlive the
+                // status's `null`.
+                for state in super::metrics::CAPACITY_STATES {
+                    m.capacity.remove(&super::metrics::CapacityLabels {
+                        target: self.name.clone(),
+                        state,
+                    });
+                }
                 let mut status = TargetStatus::initial(name, &p, dry_run);
                 status.profile = profile.as_str();
                 status.signal_lag = lag;
@@ -691,6 +703,38 @@ impl Exporter {
                 info!(target = %name, "{name}: {text}");
                 self.update(|s| s.advice = Some(text));
             }
+            Event::Capacity(estimate) => {
+                let mut before = super::CapacityEstimate::None;
+                self.update(|s| before = std::mem::replace(&mut s.capacity, estimate));
+                if !estimate.changed_from(&before) {
+                    return;
+                }
+                let series = |state| super::metrics::CapacityLabels {
+                    target: self.name.clone(),
+                    state,
+                };
+                for state in super::metrics::CAPACITY_STATES {
+                    if Some(state) != estimate.state() {
+                        m.capacity.remove(&series(state));
+                    }
+                }
+                match (estimate.state(), estimate.figure()) {
+                    (Some(state), Some(f)) => {
+                        m.capacity.get_or_create(&series(state)).set(f.offer);
+                        info!(target = %name, capacity = f.offer, state,
+                            "{name}: capacity {} {knob} ({state}, failure ratio {} [{}–{}] over {} window{})",
+                            offer(knob, f.offer),
+                            crate::governor::pct(f.failure_ratio),
+                            crate::governor::pct(f.interval[0]),
+                            crate::governor::pct(f.interval[1]),
+                            f.windows,
+                            if f.windows == 1 { "" } else { "s" });
+                    }
+                    _ => {
+                        info!(target = %name, "{name}: capacity no longer known: the windows kept no longer bracket the bound");
+                    }
+                }
+            }
         }
     }
 }
@@ -885,5 +929,59 @@ mod tests {
             error: None
         })
         .contains("still reports 3"));
+    }
+
+    /// `throttle_capacity` has one series, in the estimate's state: none
+    /// before the figure is known, the provisional one replaced by the
+    /// steady one, and none again when the figure is withdrawn or the
+    /// target removed; the status follows every window.
+    #[test]
+    fn the_capacity_metric_keeps_one_series_in_the_current_state() {
+        use crate::telemetry::{CapacityEstimate, CapacityFigure};
+        let tel = Arc::new(Telemetry::with_history(10));
+        let e = started(&tel, "t1");
+        let series = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("throttle_capacity{"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert!(series(&tel.metrics.encode()).is_empty());
+        assert_eq!(
+            serde_json::to_value(tel.status("t1").unwrap()).unwrap()["capacity"],
+            serde_json::Value::Null
+        );
+        let f = |offer: f64, windows: usize| CapacityFigure {
+            offer,
+            failure_ratio: 0.01,
+            interval: [0.005, 0.02],
+            windows,
+            attempts: 1000.0,
+            failures: 10.0,
+            next_step_up: Some(offer + 1.0),
+        };
+        e.emit(Event::Capacity(CapacityEstimate::Provisional(f(10.0, 2))));
+        assert_eq!(
+            series(&tel.metrics.encode()),
+            ["throttle_capacity{target=\"t1\",state=\"provisional\"} 10.0"]
+        );
+        e.emit(Event::Capacity(CapacityEstimate::Steady(f(10.0, 5))));
+        assert_eq!(
+            series(&tel.metrics.encode()),
+            ["throttle_capacity{target=\"t1\",state=\"steady\"} 10.0"]
+        );
+        let st = serde_json::to_value(tel.status("t1").unwrap()).unwrap();
+        assert_eq!(st["capacity"]["steady"], true);
+        assert_eq!(st["capacity"]["windows"], 5);
+        e.emit(Event::Capacity(CapacityEstimate::None));
+        assert!(series(&tel.metrics.encode()).is_empty());
+        e.emit(Event::Capacity(CapacityEstimate::Steady(f(11.0, 5))));
+        // A reload restarts the target: its new task starts with no figure.
+        let again = started(&tel, "t1");
+        assert!(series(&tel.metrics.encode()).is_empty());
+        again.emit(Event::Capacity(CapacityEstimate::Steady(f(11.0, 5))));
+        assert_eq!(series(&tel.metrics.encode()).len(), 1);
+        tel.unregister("t1");
+        assert!(series(&tel.metrics.encode()).is_empty());
     }
 }

@@ -158,6 +158,18 @@ pub struct QuantileLabels {
     pub slo_quantile: String,
 }
 
+/// `{target, state}` of `throttle_capacity`: `provisional` or `steady`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CapacityLabels {
+    /// The target's name.
+    pub target: Name,
+    /// `provisional` or `steady`.
+    pub state: &'static str,
+}
+
+/// The states of `throttle_capacity`.
+pub const CAPACITY_STATES: [&str; 2] = ["provisional", "steady"];
+
 /// `target` and a bounded `reason`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabels {
@@ -251,6 +263,9 @@ pub struct Metrics {
     pub signal_errors: Family<ErrorLabels, Counter>,
     /// `throttle_window_latency_seconds`
     pub window_latency: Family<QuantileLabels, GaugeF>,
+    /// `throttle_capacity`: the live capacity estimate, one series in the
+    /// estimate's state (none until the figure is known)
+    pub capacity: Family<CapacityLabels, GaugeF>,
     /// `throttle_latency_bound_seconds`
     pub latency_bound: Family<QuantileLabels, GaugeF>,
     /// `throttle_latency_low_seconds`
@@ -437,6 +452,7 @@ impl Metrics {
             counter_resets: Family::default(),
             signal_errors: Family::default(),
             window_latency: Family::default(),
+            capacity: Family::default(),
             latency_bound: Family::default(),
             latency_low: Family::default(),
             latency_errors: Family::default(),
@@ -566,6 +582,11 @@ impl Metrics {
             "throttle_signal_errors",
             "Signal reads or windows that failed, by error type",
             m.signal_errors.clone(),
+        );
+        registry.register(
+            "throttle_capacity",
+            "The live capacity estimate, in the knob's unit: one series, labelled with its state (provisional, then steady); absent until a level within the bound is bracketed by a breach",
+            m.capacity.clone(),
         );
         registry.register(
             "throttle_window_latency_seconds",
@@ -798,6 +819,12 @@ impl Metrics {
 
     /// Removes the series of [`Self::init_bounded_series`].
     fn remove_bounded_series(&self, target: &str) {
+        for state in CAPACITY_STATES {
+            self.capacity.remove(&CapacityLabels {
+                target: target.into(),
+                state,
+            });
+        }
         let errors = |error_type| ErrorLabels {
             target: target.into(),
             error_type,

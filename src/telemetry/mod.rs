@@ -5,11 +5,15 @@
 //! HTTP server with `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`
 //! ([`server`]), one log line per movement ([`logging`]), and the per-target
 //! state and window history that the API and the capacity report read
-//! ([`TargetStatus`], [`WindowRecord`]).
+//! ([`TargetStatus`], [`WindowRecord`]), and the live capacity estimate
+//! ([`capacity`]) the status, `throttle_capacity` and the log show. The
+//! estimate is computed above this module, by the report's code, because
+//! the report reads this module's records.
 //!
 //! What it may touch: its own listener and the log output. It never decides
 //! and never writes to a load tool.
 
+pub mod capacity;
 pub mod conn;
 pub mod export;
 pub mod logging;
@@ -25,6 +29,7 @@ use serde::Serialize;
 use crate::governor::{HoldReason, Outcome};
 use metrics::{DecisionLabels, QuantileLabels};
 
+pub use capacity::{CapacityEstimate, CapacityFigure};
 pub use metrics::Metrics;
 
 /// Windows of history kept per target when a report is asked for (about
@@ -72,6 +77,37 @@ pub struct WindowRecord {
     /// Whether latency drove the decision (latency bound only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency_drove: bool,
+}
+
+impl WindowRecord {
+    /// The record of one window's outcome: `at` seconds since the loop
+    /// started, `in_effect` the tool's offer while a write is pending or
+    /// unconfirmed. The history and the live capacity estimate both record
+    /// windows through this.
+    pub fn of_outcome(
+        o: &Outcome,
+        at: f64,
+        window_secs: f64,
+        unconfirmed: bool,
+        in_effect: Option<f64>,
+    ) -> Self {
+        let sig = o.signal;
+        WindowRecord {
+            time_secs: at,
+            offer: in_effect.unwrap_or(o.from),
+            attempts: sig.map(|s| s.attempts),
+            failures: sig.map(|s| s.failures),
+            frac: sig.and_then(|s| s.frac),
+            window_secs: sig.map(|_| window_secs),
+            decision: o.decision_str(),
+            to: o.to,
+            label: label_of(o),
+            discarded: o.reason == Some(HoldReason::OfferChange),
+            unconfirmed,
+            latency_secs: o.latency.and_then(|l| l.observed),
+            latency_drove: o.latency.is_some_and(|l| l.drove),
+        }
+    }
 }
 
 /// A [`WindowRecord`] as a target's history keeps it: 104 bytes instead of
@@ -197,6 +233,11 @@ pub struct TargetStatus {
     /// run, under the default profile): the signature seen, why, and the
     /// suggestion to try `profile = "robust"`.
     pub advice: Option<String>,
+    /// The live capacity estimate: null until a level within the bound is
+    /// bracketed by a breaching level above it, then the figure, whether
+    /// the steady-state rule holds, and its evidence (see
+    /// [`crate::report::live`]).
+    pub capacity: CapacityEstimate,
 }
 
 /// A target's latency bound, for the status and the report.
@@ -392,11 +433,6 @@ impl Telemetry {
                 series.failure_ratio.set(f);
             }
         }
-        let label_str = o
-            .mode
-            .map(|m| m.as_str())
-            .or(o.reason.map(|r| r.as_str()))
-            .unwrap_or("");
         let valid = !matches!(
             o.reason,
             Some(HoldReason::SignalError)
@@ -415,27 +451,19 @@ impl Telemetry {
                 st.last_frac = Some(f);
             }
             st.last_decision = Some(decision);
-            st.last_label = Some(label_str);
+            st.last_label = Some(label_of(o));
             if valid {
                 st.last_error = None;
                 st.windows += 1;
             }
         });
-        slot.record(WindowRecord {
-            time_secs: at,
-            offer: ran_at,
-            attempts: sig.map(|s| s.attempts),
-            failures: sig.map(|s| s.failures),
-            frac: sig.and_then(|s| s.frac),
-            window_secs: sig.map(|_| window_secs),
-            decision,
-            to: o.to,
-            label: label_str,
-            discarded: o.reason == Some(HoldReason::OfferChange),
+        slot.record(WindowRecord::of_outcome(
+            o,
+            at,
+            window_secs,
             unconfirmed,
-            latency_secs: o.latency.and_then(|l| l.observed),
-            latency_drove: o.latency.is_some_and(|l| l.drove),
-        });
+            in_effect,
+        ));
     }
 
     /// A snapshot of every target's status.
@@ -552,8 +580,17 @@ impl TargetStatus {
             outside_writer_conflict: false,
             latency: None,
             advice: None,
+            capacity: CapacityEstimate::None,
         }
     }
+}
+
+/// An outcome's mode, or its hold reason (empty without either).
+fn label_of(o: &Outcome) -> &'static str {
+    o.mode
+        .map(|m| m.as_str())
+        .or(o.reason.map(|r| r.as_str()))
+        .unwrap_or("")
 }
 
 /// Locks a mutex, recovering the data if a holder panicked (the data are
