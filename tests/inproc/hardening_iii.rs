@@ -220,12 +220,12 @@ async fn push_key(client: &reqwest::Client, ctl: std::net::SocketAddr, key: &str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grouping_keys_expire_after_group_ttl_and_free_the_cap() {
     let tool = FakeTool::start(1e6, 1.0).await;
-    let ttl = Duration::from_secs(15);
+    let ttl = Duration::from_secs(25);
     let running = start(
         &push_target(
             "keys",
             &tool,
-            "job = \"k\"\ncumulative = true\ngroup_ttl = \"15s\"\nattempts = 'nb_ops_total'\nfailures = 'nb_ops_total{result=\"error\"}'",
+            "job = \"k\"\ncumulative = true\ngroup_ttl = \"25s\"\nattempts = 'nb_ops_total'\nfailures = 'nb_ops_total{result=\"error\"}'",
         )
         // group_ttl must be at least max_age.
         .replace("max_age = \"1m\"", "max_age = \"2s\""),
