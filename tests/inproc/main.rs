@@ -18,6 +18,7 @@ mod fault_matrix;
 mod fuzz;
 mod group;
 mod group_engine;
+mod hardening_iii;
 mod live_capacity;
 mod live_controller;
 mod module_graph;

@@ -16,7 +16,7 @@ use throttle_governor::config::Config;
 use throttle_governor::supervisor::{self, RunOptions};
 use throttle_governor::telemetry::{Telemetry, WindowRecord};
 
-fn push_target(name: &str, tool: &FakeTool, signal: &str) -> String {
+pub(crate) fn push_target(name: &str, tool: &FakeTool, signal: &str) -> String {
     format!(
         r#"
 [[targets]]
@@ -47,7 +47,7 @@ json_pointer = "/workers"
 }
 
 /// Pushes `body` with curl; returns the HTTP status.
-fn curl(method: &str, url: &str, body: &str, extra: &[&str]) -> u16 {
+pub(crate) fn curl(method: &str, url: &str, body: &str, extra: &[&str]) -> u16 {
     let out = Command::new("curl")
         .args([
             "-s",
@@ -74,7 +74,7 @@ fn curl(method: &str, url: &str, body: &str, extra: &[&str]) -> u16 {
     String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
 }
 
-fn counters(attempts: f64, failures: f64) -> String {
+pub(crate) fn counters(attempts: f64, failures: f64) -> String {
     format!(
         "# TYPE nb_ops_total counter\nnb_ops_total{{result=\"ok\"}} {}\nnb_ops_total{{result=\"error\"}} {failures}\n",
         attempts - failures
@@ -83,7 +83,7 @@ fn counters(attempts: f64, failures: f64) -> String {
 
 /// The target's history without the windows discarded for straddling an
 /// offer change (after each movement; the engine's attribution).
-fn attributable(tel: &Arc<Telemetry>, name: &str) -> Vec<WindowRecord> {
+pub(crate) fn attributable(tel: &Arc<Telemetry>, name: &str) -> Vec<WindowRecord> {
     tel.history(name)
         .into_iter()
         .filter(|r| !r.discarded)
@@ -149,7 +149,7 @@ async fn wait_baseline(tel: &Arc<Telemetry>, name: &str) -> usize {
     }
 }
 
-async fn start(targets: &str, server_extra: &str) -> supervisor::Running {
+pub(crate) async fn start(targets: &str, server_extra: &str) -> supervisor::Running {
     let cfg = Config::parse(&format!(
         "[server]\nlisten = \"127.0.0.1:0\"\n{server_extra}\n{targets}"
     ))

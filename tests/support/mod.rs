@@ -65,6 +65,11 @@ pub enum Fault {
     ReadBack(f64),
     /// The whole admin API (writes and read-backs) hangs this long.
     HangAdmin(Duration),
+    /// Serve these lines after the exposition, and write the failure
+    /// series' `route` label as this (raw, as written in the exposition).
+    ExtraLines { lines: String, route: String },
+    /// Serve the attempts line twice (a buggy exporter's repeated series).
+    RepeatedAttempts,
 }
 
 /// The fake's state.
@@ -262,10 +267,20 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> 
              fake_requests_total{{outcome=\"success\",route=\"/users/{{id}}\"}} {}\n",
             a - f
         );
+        if st.fault == Fault::RepeatedAttempts {
+            body.push_str(&format!("fake_attempts_total {a}\n"));
+        }
+        let route = match &st.fault {
+            Fault::ExtraLines { route, .. } => route.as_str(),
+            _ => "/users/{id}",
+        };
         if st.fault != Fault::MissingFailures {
             body.push_str(&format!(
-                "fake_requests_total{{outcome=\"failure\",route=\"/users/{{id}}\"}} {f}\n"
+                "fake_requests_total{{outcome=\"failure\",route=\"{route}\"}} {f}\n"
             ));
+        }
+        if let Fault::ExtraLines { lines, .. } = &st.fault {
+            body.push_str(lines);
         }
         body.push_str(&format!(
             "# HELP fake_workers Workers.\n# TYPE fake_workers gauge\nfake_workers {}\n",
