@@ -114,6 +114,11 @@ pub struct Measured {
     pub signal_errors: Option<f64>,
     /// The target's profile.
     pub profile: Profile,
+    /// The live estimate (`capacity` in `/api/v1/targets`): when it first
+    /// gave a figure (seconds since start, the figure, steady), and when it
+    /// first gave one within ±20 % of the limit. Reported, not asserted.
+    pub live_first: Option<(f64, f64, bool)>,
+    pub live_within_20: Option<f64>,
 }
 
 impl Measured {
@@ -149,7 +154,8 @@ impl Measured {
         format!(
             "{}: limit {}; trajectory {:?}; first back-off at {}; settled tail {}..{}; \
              failed attempts after the first back-off {} (overall {}; target served {} rejected {}); \
-             capacity {} (verdict: {}); windows discarded {}; signal errors {}; {:.0}s",
+             capacity {} (verdict: {}); windows discarded {}; \
+             live estimate first {} and within ±20% at {}; signal errors {}; {:.0}s",
             self.label,
             self.limit,
             self.trajectory(),
@@ -166,6 +172,12 @@ impl Measured {
             self.verdict,
             self.discarded
                 .map_or("n/a".to_string(), |d| format!("{d}")),
+            self.live_first.map_or("never".to_string(), |(at, c, steady)| format!(
+                "{c} ({}) at {at:.1}s",
+                if steady { "steady" } else { "provisional" }
+            )),
+            self.live_within_20
+                .map_or("never".to_string(), |at| format!("{at:.1}s")),
             self.signal_errors.unwrap_or(0.0),
             self.secs,
         )
@@ -374,10 +386,20 @@ pub async fn govern(
     let mut first_backoff_at = None;
     let mut at_backoff = (0, 0);
     let mut peak = 0.0_f64;
+    let (mut live_first, mut live_within_20) = (None, None);
+    let limit = target.limit as f64;
     while Instant::now() < watch.deadline {
         let st = tokio::time::timeout(Duration::from_secs(3), target_status(ctl, name))
             .await
             .unwrap_or(serde_json::Value::Null);
+        if let Some(c) = st["capacity"]["offer"].as_f64() {
+            let at = t0.elapsed().as_secs_f64();
+            let steady = st["capacity"]["steady"].as_bool().unwrap_or(false);
+            live_first.get_or_insert((at, c, steady));
+            if live_within_20.is_none() && (c - limit).abs() <= 0.2 * limit {
+                live_within_20 = Some(at);
+            }
+        }
         if let Some(offer) = st["offer"].as_f64() {
             let at = t0.elapsed().as_secs_f64();
             if first_backoff_at.is_none() && offer < peak {
@@ -452,6 +474,8 @@ pub async fn govern(
         discarded,
         signal_errors,
         profile,
+        live_first,
+        live_within_20,
     }
 }
 
