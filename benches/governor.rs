@@ -1,5 +1,6 @@
 //! Criterion benches of the per-window hot path: the governor's decision
-//! (both profiles) and the counter-window maths.
+//! (both profiles), the counter-window maths and the live capacity
+//! estimate (recomputed once per window over a target's last 64 windows).
 //!
 //! Why: one controller process governs many targets, so the cost of one
 //! window must stay far below the window length. Run with
@@ -11,6 +12,9 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 use throttle_governor::governor::{decide, Control, Params, Profile, ThrottleGovernor};
+use throttle_governor::report::live::LiveCapacity;
+use throttle_governor::report::SteadyRule;
+use throttle_governor::telemetry::WindowRecord;
 use throttle_governor::window::{Reading, WindowTracker};
 
 /// Windows that walk the governor through every branch: slow start, a
@@ -104,5 +108,46 @@ fn bench_window(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_decide, bench_step, bench_window);
+/// One window pushed into a live estimate that holds a sawtooth 6..11 over
+/// a wall at 10 (the ring full: the steady-state cost).
+fn bench_live_capacity(c: &mut Criterion) {
+    let record = |i: usize| {
+        let o = [8.0, 9.0, 10.0, 11.0, 6.0, 7.0][i % 6];
+        let bad = (o - 10.0_f64).max(0.0) * 200.0;
+        WindowRecord {
+            time_secs: i as f64,
+            offer: o,
+            attempts: Some(o.min(10.0) * 10.0 + bad),
+            failures: Some(bad),
+            frac: None,
+            window_secs: Some(2.0),
+            decision: "up",
+            to: o,
+            label: "",
+            discarded: false,
+            unconfirmed: false,
+            latency_secs: None,
+            latency_drove: false,
+        }
+    };
+    let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
+    for i in 0..64 {
+        live.push(&record(i));
+    }
+    let mut i = 64;
+    c.bench_function("live_capacity/push", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(live.push(black_box(&record(i))))
+        })
+    });
+}
+
+criterion_group!(
+    benches,
+    bench_decide,
+    bench_step,
+    bench_window,
+    bench_live_capacity
+);
 criterion_main!(benches);

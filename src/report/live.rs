@@ -21,8 +21,8 @@
 //! The cost is bounded per window and independent of the run's length: one
 //! pass over the ring, the steady-state search (quadratic in the ring, at
 //! most about 2,000 level comparisons at 64 windows) and one or two
-//! poolings. Measured (the ignored `push_cost` test, a full ring of a
-//! sawtooth, the crate at opt-level 3): 8.3 µs a window, so 10,000 targets
+//! poolings. Measured (`cargo bench --bench governor live_capacity`, a
+//! full ring of a sawtooth; first measured at opt-level 3): 8.3 µs a window, so 10,000 targets
 //! at 2 s windows spend about 4 % of one core on it. No scrape computes
 //! anything: `/api/v1/targets` serialises the value stored at the last
 //! window, and the metric and the log move only when the figure or its
@@ -164,40 +164,5 @@ mod tests {
             live.push(&r);
         }
         assert_eq!(live.windows.len(), LIVE_WINDOWS);
-    }
-}
-
-#[cfg(test)]
-mod timing {
-    use super::*;
-
-    #[test]
-    #[ignore = "timing"]
-    fn push_cost() {
-        let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
-        let cycle = [8.0, 9.0, 10.0, 11.0, 6.0, 7.0];
-        let n = 20_000;
-        let t = std::time::Instant::now();
-        for i in 0..n {
-            let o: f64 = cycle[i % cycle.len()];
-            let bad = (o - 10.0).max(0.0) * 200.0;
-            let r = WindowRecord {
-                time_secs: i as f64,
-                offer: o,
-                attempts: Some(o.min(10.0) * 10.0 + bad),
-                failures: Some(bad),
-                frac: None,
-                window_secs: Some(2.0),
-                decision: "up",
-                to: o,
-                label: "",
-                discarded: false,
-                unconfirmed: false,
-                latency_secs: None,
-                latency_drove: false,
-            };
-            std::hint::black_box(live.push(&r));
-        }
-        eprintln!("{:?} per push", t.elapsed() / n as u32);
     }
 }
