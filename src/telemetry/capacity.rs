@@ -3,8 +3,8 @@
 //!
 //! Why it exists: a user should not have to stop a run and read the report
 //! to learn the target's capacity. The figure is computed by the report's
-//! own code ([`crate::report::estimate`], fed per window by
-//! `report::live::LiveCapacity` in the engine's loop); this module only
+//! own code (the report module's `estimate`, fed per window by its
+//! `LiveCapacity` in the engine's loop); this module only
 //! holds the value that telemetry shows, because the status and the
 //! exporter's events live here and the report sits above telemetry in the
 //! module graph.

@@ -236,7 +236,7 @@ pub struct TargetStatus {
     /// The live capacity estimate: null until a level within the bound is
     /// bracketed by a breaching level above it, then the figure, whether
     /// the steady-state rule holds, and its evidence (see
-    /// [`crate::report::live`]).
+    /// the report module's `live` submodule).
     pub capacity: CapacityEstimate,
 }
 

@@ -13,6 +13,18 @@ use support::{sum_in, FakeTool};
 use throttle_governor::config::Config;
 use throttle_governor::supervisor::{self, RunOptions};
 
+/// A controller governing the fake as target `t` through the pull control.
+async fn start_pull(fake: &FakeTool) -> supervisor::Running {
+    let cfg = Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+        pull_target(fake, "t")
+    ))
+    .unwrap();
+    supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap()
+}
+
 /// The fake's target, with its control replaced by `kind = "pull"`.
 fn pull_target(fake: &FakeTool, name: &str) -> String {
     let t = fake.target_toml(name, 20, 300, "start = 20");
@@ -30,14 +42,7 @@ fn pull_target(fake: &FakeTool, name: &str) -> String {
 async fn slow_bodies_beyond_the_cap_do_not_starve_metrics_or_the_pull_offer() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let fake = FakeTool::start(40.0, 1.0).await;
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        pull_target(&fake, "t")
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = start_pull(&fake).await;
     let ctl = running.addr;
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
@@ -180,14 +185,7 @@ async fn push_paths_in_base64_are_decoded_and_bad_ones_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_pull_requests_are_counted() {
     let fake = FakeTool::start(40.0, 1.0).await;
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        pull_target(&fake, "t")
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = start_pull(&fake).await;
     let ctl = running.addr;
     let c = reqwest::Client::builder()
         .timeout(Duration::from_secs(3))

@@ -15,36 +15,6 @@ use throttle_governor::supervisor::{self, RunOptions};
 
 const CAPACITY: f64 = 10.0;
 
-fn promtool_check(text: &str) {
-    if !support::require_tool("promtool") {
-        return;
-    }
-    let mut child = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success() && report.trim().is_empty(),
-        "promtool check metrics:\n{report}\n---\n{text}"
-    );
-}
-
 /// The `throttle_capacity` series of `checkout`, as (state, value).
 fn capacity_series(metrics: &str) -> Vec<(String, f64)> {
     metrics
@@ -136,7 +106,7 @@ async fn capacity_is_null_then_provisional_then_steady_and_equals_the_report() {
         series.len() == 1 && series[0].0 == "steady",
         "throttle_capacity series {series:?}"
     );
-    promtool_check(&m);
+    support::promtool_check_metrics(&m);
 
     // The report's figure over the same history: compare only when no
     // window closed between the two status reads (else try again).

@@ -276,32 +276,7 @@ async fn readyz_waits_for_baseline_and_metrics_pass_promtool() {
     ] {
         assert!(text.contains(name), "{name} missing from /metrics:\n{text}");
     }
-    if support::require_tool("promtool") {
-        let mut child = std::process::Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let report = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.status.success() && report.trim().is_empty(),
-            "promtool check metrics:\n{report}\n---\n{text}"
-        );
-    }
+    support::promtool_check_metrics(&text);
     running.shutdown(Duration::from_secs(5)).await;
 }
 

@@ -286,39 +286,10 @@ async fn single_tool_is_also_served_under_its_prefix() {
     .await;
 }
 
-/// Run `promtool check metrics` on a live scrape. Skipped (with a message)
-/// when promtool is missing, unless CI=true.
+/// Run `promtool check metrics` on a live scrape (skipped when promtool is
+/// missing, unless CI=true).
 async fn promtool_check(url: &str) {
-    let text = get_text(url).await;
-    let child = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("promtool is required in CI (apt-get install prometheus)");
-            }
-            eprintln!("SKIPPED: promtool not found on PATH; install prometheus to run this check");
-            return;
-        }
-        Err(e) => panic!("cannot run promtool: {e}"),
-    };
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(text.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-        "promtool check metrics failed:\n{}{}\n--- exposition ---\n{text}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    crate::support::promtool_check_metrics(&get_text(url).await);
 }
 
 #[tokio::test]

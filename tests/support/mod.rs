@@ -793,3 +793,39 @@ pub fn assert_governed(seen: &[Seen], limit: f64, tail: Duration) -> (f64, f64, 
     );
     (min, max, mean)
 }
+
+/// `promtool check metrics` over an exposition: asserts that promtool
+/// accepts it with nothing to say. Returns false when promtool is missing
+/// (outside CI; under CI=true a missing promtool fails, see `require_tool`).
+pub fn promtool_check_metrics(text: &str) -> bool {
+    if !require_tool("promtool") {
+        return false;
+    }
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot run promtool");
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && report.trim().is_empty(),
+        "promtool check metrics:\n{report}\n--- exposition ---\n{text}"
+    );
+    true
+}
