@@ -166,6 +166,12 @@ pub struct TargetConfig {
     /// opt-in `"robust"` (docs/BENCHMARKS.md).
     #[serde(default)]
     pub profile: Profile,
+    /// Close a breaching window as soon as its breach is statistically
+    /// certain, reading the counters a dozen times in the window after each
+    /// Up (see `engine::step::early`). Default: the profile's
+    /// ([`TargetConfig::early_verdicts_in_effect`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_verdicts: Option<bool>,
     /// How far the signal trails the load: after an offer change, the next
     /// window starts only this long after the change is confirmed, so that
     /// no window mixes two offers. Default: the signal kind's own (see
@@ -206,6 +212,13 @@ impl TargetConfig {
     /// The window when none is configured.
     pub fn default_window() -> Duration {
         default_window()
+    }
+
+    /// Whether early verdicts are on: the key when set, else the
+    /// profile's choice (on for `gentle`, off for the profiles whose meaning
+    /// predates them).
+    pub fn early_verdicts_in_effect(&self) -> bool {
+        self.early_verdicts.unwrap_or(false)
     }
 
     /// The signal lag in effect, in words (`check` and the API show it).

@@ -271,6 +271,7 @@ impl TargetTask {
                 lag_override: self.config.signal_lag.map(|d| d.as_secs_f64()),
                 group: self.is_group(),
                 window_secs: window.as_secs_f64(),
+                early_verdicts: self.config.early_verdicts_in_effect(),
             },
         );
         if let (Some(b), Some(src)) = (latency_bound, &self.latency) {
@@ -354,20 +355,32 @@ impl TargetTask {
         let mut ticker = tokio::time::interval(window);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut rebase_pending = false;
+        // Early verdicts: the window after an Up is read at a finer cadence.
+        let peek_every = step::peek_interval(window);
+        let mut next_peek: Option<Instant> = None;
         loop {
             let mut rebase = false;
+            let mut peek = false;
+            next_peek = match (core.watching(), next_peek) {
+                (false, _) => None,
+                (true, None) => Some(Instant::now() + peek_every),
+                (true, at) => at,
+            };
             tokio::select! {
                 _ = cancel.cancelled() => break,
                 _ = ticker.tick() => {}
                 _ = settled(&core, &ios, clock), if rebase_pending => rebase = true,
+                _ = tokio::time::sleep_until(next_peek.unwrap_or_else(Instant::now)), if next_peek.is_some() => peek = true,
             }
-            if let Some(d) = discovery.as_mut() {
-                if d.due() {
-                    Box::pin(d.refresh(&name)).await;
-                    let specs = self.specs(Some(d));
-                    if self.reconcile(&mut core, &mut ios, specs, clock) {
-                        core.rebalance();
-                        core.need_split = true;
+            if !peek {
+                if let Some(d) = discovery.as_mut() {
+                    if d.due() {
+                        Box::pin(d.refresh(&name)).await;
+                        let specs = self.specs(Some(d));
+                        if self.reconcile(&mut core, &mut ios, specs, clock) {
+                            core.rebalance();
+                            core.need_split = true;
+                        }
                     }
                 }
             }
@@ -383,15 +396,36 @@ impl TargetTask {
                     None => None,
                 }
             };
-            // Boxed, as are the other sub-futures here: a future is as large
-            // as the largest state it awaits, and every target keeps its
-            // task's future for as long as it runs.
-            let (reads, latency) =
-                Box::pin(async { tokio::join!(read_all(&ios, bound), latency) }).await;
-            exporter.emit(Event::ReadDuration(t0.elapsed().as_secs_f64()));
-            let at = clock.elapsed().as_secs_f64();
+            let (reads, latency, early, at) = if peek {
+                // A look within the watched window: the counters only, and
+                // the latency too once the window closes.
+                exporter.emit(Event::EarlyRead);
+                next_peek = Some(Instant::now() + peek_every);
+                let reads = Box::pin(read_all(&ios, bound)).await;
+                let at = clock.elapsed().as_secs_f64();
+                let Some(breach) = core.early_breach(at, &reads) else {
+                    continue;
+                };
+                (reads, Box::pin(latency).await, Some(breach), at)
+            } else {
+                // Boxed, as are the other sub-futures here: a future is as
+                // large as the largest state it awaits, and every target
+                // keeps its task's future for as long as it runs.
+                let (reads, latency) =
+                    Box::pin(async { tokio::join!(read_all(&ios, bound), latency) }).await;
+                exporter.emit(Event::ReadDuration(t0.elapsed().as_secs_f64()));
+                let at = clock.elapsed().as_secs_f64();
+                let early = core.early_breach(at, &reads);
+                (reads, latency, early, at)
+            };
             let parsed = Instant::now();
-            let out = core.step_with(at, reads, latency);
+            let out = match early {
+                Some(breach) => {
+                    ticker.reset();
+                    core.close_early(at, reads, latency, breach)
+                }
+                None => core.step_with(at, reads, latency),
+            };
             if let Some(store) = &self.state {
                 if out.decided {
                     store.set(

@@ -41,6 +41,9 @@ use crate::telemetry::export::{Event, MemberChange};
 use crate::telemetry::MemberStatus;
 use crate::window::{WindowOutcome, WindowTracker};
 
+mod early;
+pub use early::{certain_breach, peek_interval, EarlyBreach};
+
 /// Consecutive outside changes after our confirmed writes that make a
 /// conflict (and calm windows that end one).
 pub const CONFLICT_WINDOWS: u32 = 3;
@@ -167,6 +170,9 @@ pub struct Policy {
     pub group: bool,
     /// The window's length in seconds.
     pub window_secs: f64,
+    /// Close a breaching window early when its breach is certain
+    /// ([`early`]).
+    pub early_verdicts: bool,
 }
 
 /// What one round produced.
@@ -206,6 +212,11 @@ pub struct Core {
     advisor: Option<Advisor>,
     /// The latency bound, when one is set (single targets only).
     pub latency: Option<LatencyState>,
+    /// The last decided window moved the offer up: the window now open is
+    /// watched for an early verdict ([`early`]).
+    watch: bool,
+    /// The round being stepped closes its window early.
+    closing: Option<EarlyBreach>,
 }
 
 /// A latency bound and its window bookkeeping (see `governor::latency`).
@@ -263,6 +274,8 @@ impl Core {
             confirmed_since_outside: false,
             conflict: false,
             latency: None,
+            watch: false,
+            closing: None,
         }
     }
 
@@ -406,6 +419,22 @@ impl Core {
     /// Folds one round of reads taken at `at` (seconds on the task's clock).
     pub fn step(&mut self, at: f64, reads: Members<MemberRead>) -> StepOut {
         self.step_with(at, reads, None)
+    }
+
+    /// [`Self::step_with`] for a round whose window [`Self::early_breach`]
+    /// found a certain breach: the window closes now, and a straddle after
+    /// the Up is attributed to the new offer ([`early`]).
+    pub fn close_early(
+        &mut self,
+        at: f64,
+        reads: Members<MemberRead>,
+        latency: Option<Result<LatencySample, SignalError>>,
+        breach: EarlyBreach,
+    ) -> StepOut {
+        self.closing = Some(breach);
+        let out = self.step_with(at, reads, latency);
+        self.closing = None;
+        out
     }
 
     /// [`Self::step`] with the round's latency read, when a latency bound
@@ -573,7 +602,8 @@ impl Core {
                 Ok(WindowOutcome::Window(w)) => {
                     valid_reads += 1;
                     folded = Some(Folded::Window);
-                    if baseline_at.is_some_and(|b| b >= m.quiet_from - 1e-9) {
+                    let attributable = baseline_at.is_some_and(|b| b >= m.quiet_from - 1e-9);
+                    if attributable || self.closing.is_some() {
                         sum.0 += w.attempts;
                         sum.1 += w.failures;
                         contributors += 1;
@@ -743,6 +773,15 @@ impl Core {
 
         // The decision.
         let decided = contributors > 0 && !unknown;
+        let early = self.closing.filter(|_| decided);
+        if let Some(b) = early {
+            ev.push(Event::EarlyVerdict {
+                attempts: sum.0,
+                failures: sum.1,
+                secs: b.secs,
+                p_value: b.p_value,
+            });
+        }
         let outcome = if decided {
             self.gov.step_with_latency(sum.0, sum.1, lat_window)
         } else if discarded > 0 {
@@ -760,6 +799,7 @@ impl Core {
             self.gov.hold(HoldReason::Baseline, None, false)
         };
         if decided {
+            self.watch = matches!(outcome.decision, crate::governor::Decision::Up(_));
             if let Some(a) = self.advisor.as_mut() {
                 if let Some(advice) = a.observe(AdviceWindow {
                     attempts: sum.0,
@@ -840,7 +880,7 @@ impl Core {
         ev.push(Event::Window {
             outcome,
             at,
-            window_secs: self.policy.window_secs,
+            window_secs: early.map_or(self.policy.window_secs, |b| b.secs),
             unconfirmed,
             in_effect,
             not_written,

@@ -114,6 +114,20 @@ pub enum Event {
     },
     /// The time one round of reads took.
     ReadDuration(f64),
+    /// A read within a window watched for an early verdict.
+    EarlyRead,
+    /// The window closes early: its breach is certain (before its
+    /// `Window`).
+    EarlyVerdict {
+        /// Attempts resolved in the window so far.
+        attempts: f64,
+        /// Failed attempts among them.
+        failures: f64,
+        /// The window's length so far, in seconds.
+        secs: f64,
+        /// The exact binomial test's p-value against `high`.
+        p_value: f64,
+    },
     /// From parsed reading to the movement handed to the writers.
     DecisionLatency(f64),
     /// The committed offer could not be read.
@@ -516,6 +530,19 @@ impl Exporter {
             Event::CounterReset { member } => {
                 m.counter_resets.get_or_create(&l).inc();
                 warn!(target = %name, "{}: counter reset: the tool's counters went down (restart?); window discarded, baseline rebased", self.who(&member));
+            }
+            Event::EarlyRead => {
+                m.early_reads.get_or_create(&l).inc();
+            }
+            Event::EarlyVerdict {
+                attempts,
+                failures,
+                secs,
+                p_value,
+            } => {
+                m.early_verdicts.get_or_create(&l).inc();
+                info!(target = %name, attempts, failures, window_secs = secs, p_value,
+                    "{name}: early verdict: {failures} of {attempts} attempts failed in {secs:.2}s, a certain breach (p = {p_value:.1e}); the window closes now");
             }
             Event::ReadDuration(secs) => match self.handles.get() {
                 Some(h) => h.series.read_duration.observe(secs),

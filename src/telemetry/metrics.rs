@@ -287,6 +287,12 @@ pub struct Metrics {
     /// `throttle_windows_discarded_total{reason}`: windows that straddled an
     /// offer change, never decided on
     pub windows_discarded: Family<ReasonLabels, Counter>,
+    /// `throttle_early_reads_total`: reads taken within a watched window
+    /// (early verdicts)
+    pub early_reads: Family<TargetLabel, Counter>,
+    /// `throttle_early_verdicts_total`: windows closed early on a certain
+    /// breach
+    pub early_verdicts: Family<TargetLabel, Counter>,
     /// `throttle_control_invalid_readings_total`: read-backs that cannot be
     /// an offer (not finite, negative), never adopted
     pub invalid_readings: Family<TargetLabel, Counter>,
@@ -463,6 +469,8 @@ impl Metrics {
             control_errors: Family::default(),
             outside_changes: Family::default(),
             windows_discarded: Family::default(),
+            early_reads: Family::default(),
+            early_verdicts: Family::default(),
             invalid_readings: Family::default(),
             outside_writer_conflict: Family::default(),
             process: Default::default(),
@@ -644,6 +652,16 @@ impl Metrics {
             m.windows_discarded.clone(),
         );
         registry.register(
+            "throttle_early_reads",
+            "Counter reads taken within a window watched for an early verdict (the window after an Up)",
+            m.early_reads.clone(),
+        );
+        registry.register(
+            "throttle_early_verdicts",
+            "Windows closed before their end because their breach of the failure bound was statistically certain",
+            m.early_verdicts.clone(),
+        );
+        registry.register(
             "throttle_control_invalid_readings",
             "Read-backs of the committed offer that cannot be an offer (not finite, or negative); never adopted",
             m.invalid_readings.clone(),
@@ -768,6 +786,8 @@ impl Metrics {
         self.counter_resets.get_or_create(&l).inc_by(0);
         self.outside_changes.get_or_create(&l).inc_by(0);
         self.invalid_readings.get_or_create(&l).inc_by(0);
+        self.early_reads.get_or_create(&l).inc_by(0);
+        self.early_verdicts.get_or_create(&l).inc_by(0);
         self.outside_writer_conflict.get_or_create(&l).set(0.0);
         self.windows_discarded
             .get_or_create(&ReasonLabels {
@@ -869,6 +889,8 @@ impl Metrics {
         self.counter_resets.remove(&l);
         self.outside_changes.remove(&l);
         self.invalid_readings.remove(&l);
+        self.early_reads.remove(&l);
+        self.early_verdicts.remove(&l);
         self.outside_writer_conflict.remove(&l);
         self.windows_discarded.remove(&ReasonLabels {
             target: target.into(),

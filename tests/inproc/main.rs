@@ -11,6 +11,7 @@ mod support;
 mod adapters;
 mod attribution;
 mod configs;
+mod early_verdicts;
 mod engine_faults;
 mod exposition_differential;
 mod exposition_properties;

@@ -33,6 +33,7 @@ fn core(members: &[&str], lag: f64) -> Core {
             lag_override: None,
             group: members.len() > 1,
             window_secs: 2.0,
+            early_verdicts: false,
         },
     );
     for m in members {
@@ -636,4 +637,99 @@ mod latency_bound {
             assert!(ob.latency.is_none());
         }
     }
+}
+
+/// A core with early verdicts on, after a clean window at 4 moved it up to
+/// 8 (written and confirmed at 3.1 s, signal lag 2 s).
+fn watched_after_an_up() -> (Core, WriterView) {
+    let mut c = core(&["t"], 2.0);
+    c.policy.early_verdicts = true;
+    let w1 = wrote(1, 4.0, 0.1, true);
+    c.step(3.0, one("t", read(0.0, 0.0, 4.0, w1)));
+    let out = c.step(5.0, one("t", read(100.0, 0.0, 4.0, w1)));
+    assert_eq!(out.outcome.decision, Decision::Up(8.0));
+    assert!(c.watching(), "the window after an Up is watched");
+    (c, wrote(2, 8.0, 5.1, true))
+}
+
+#[test]
+fn a_certain_breach_closes_the_window_after_an_up_early() {
+    let (mut c, w2) = watched_after_an_up();
+    // Half a second after the Up, within the signal's lag: 30 of 50 failed.
+    let reads = one("t", read(150.0, 30.0, 8.0, w2));
+    let breach = c.early_breach(5.5, &reads).expect("a certain breach");
+    assert_eq!((breach.attempts, breach.failures), (50.0, 30.0));
+    assert!((breach.secs - 0.5).abs() < 1e-9);
+    let out = c.close_early(5.5, reads, None, breach);
+    assert!(out.decided, "the straddle after an Up is the new offer's");
+    assert!(matches!(out.outcome.decision, Decision::Down(_)));
+    assert!(has(
+        &out,
+        |e| matches!(e, Event::EarlyVerdict { failures, .. } if *failures == 30.0)
+    ));
+    assert!(has(
+        &out,
+        |e| matches!(e, Event::Window { window_secs, .. } if (*window_secs - 0.5).abs() < 1e-9)
+    ));
+    assert!(!c.watching(), "a Down ends the watch");
+    assert_eq!(c.gov.state().last_bad, Some(8.0));
+}
+
+#[test]
+fn a_clean_or_uncertain_window_is_not_closed_early() {
+    let (c, w2) = watched_after_an_up();
+    // Clean so far.
+    assert!(c
+        .early_breach(6.0, &one("t", read(200.0, 0.0, 8.0, w2)))
+        .is_none());
+    // In the dead band, and a little above high on few attempts.
+    assert!(c
+        .early_breach(6.0, &one("t", read(200.0, 3.0, 8.0, w2)))
+        .is_none());
+    assert!(c
+        .early_breach(6.0, &one("t", read(140.0, 3.0, 8.0, w2)))
+        .is_none());
+}
+
+#[test]
+fn no_early_verdict_while_a_write_is_pending_or_a_read_failed() {
+    let (c, w2) = watched_after_an_up();
+    let pending = WriterView {
+        pending: Some(8.0),
+        ..w2
+    };
+    assert!(c
+        .early_breach(5.5, &one("t", read(150.0, 30.0, 8.0, pending)))
+        .is_none());
+    let failed = MemberRead {
+        signal: Err(SignalError::Timeout(Duration::from_secs(1))),
+        ..read(150.0, 30.0, 8.0, w2)
+    };
+    assert!(c.early_breach(5.5, &one("t", failed)).is_none());
+    let unconfirmed = wrote(2, 8.0, 5.1, false);
+    assert!(c
+        .early_breach(5.5, &one("t", read(150.0, 30.0, 8.0, unconfirmed)))
+        .is_none());
+}
+
+#[test]
+fn early_verdicts_are_off_unless_asked_and_only_after_an_up() {
+    let mut c = core(&["t"], 2.0);
+    let w1 = wrote(1, 4.0, 0.1, true);
+    c.step(3.0, one("t", read(0.0, 0.0, 4.0, w1)));
+    c.step(5.0, one("t", read(100.0, 0.0, 4.0, w1)));
+    assert!(
+        !c.watching(),
+        "off: the seed and robust profiles keep their meaning"
+    );
+    let reads = one("t", read(150.0, 30.0, 8.0, wrote(2, 8.0, 5.1, true)));
+    assert!(c.early_breach(5.5, &reads).is_none());
+
+    // On, but the last decided window held: nothing to watch.
+    let mut c = core(&["t"], 0.0);
+    c.policy.early_verdicts = true;
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w1)));
+    let out = c.step(3.0, one("t", read(100.0, 3.0, 4.0, w1)));
+    assert_eq!(out.outcome.decision, Decision::Hold);
+    assert!(!c.watching());
 }

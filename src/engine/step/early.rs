@@ -1,0 +1,233 @@
+//! Early verdicts: a breaching window closes as soon as its breach is
+//! certain (issue 26).
+//!
+//! Why it exists: against a wall that rejects in a millisecond, one user
+//! over it with zero think time fails hundreds of attempts a second, and a
+//! window that touches the wall costs `reject rate × (lag + window)` failed
+//! attempts even when the governor backs off at its first sight of it. Most
+//! of that is the rest of the window, spent on an offer whose breach was
+//! plain a fraction of a second after the signal showed it.
+//!
+//! So after an Up (the one decision that can carry the offer into a wall),
+//! the engine reads the counters at a finer cadence ([`peek_interval`]) for
+//! the next window, and hands each read here. [`Core::early_breach`] forms
+//! the window so far from the same baseline the full window would use (a
+//! true window over counter deltas, only shorter) and calls it a breach
+//! only when it is statistically certain: at least [`EARLY_MIN_FAILURES`]
+//! failures, a fraction above `high`, and a one-sided exact binomial test
+//! that rejects "the failure probability is at most `high`" at
+//! [`EARLY_ALPHA`]. The engine then closes the window at once, and the
+//! governor decides on it by its usual rules: nothing in `GOVERNOR.md`
+//! changes, the window is only shorter.
+//!
+//! What is never closed early:
+//! - a clean window, or one in the dead band: a clean verdict needs the
+//!   whole window (a climb on a partial window would be a climb on less
+//!   evidence than the rules assume);
+//! - a window at `high` whose counts do not settle it: the test's
+//!   significance is 0.1 %, so over the dozen looks of one window the
+//!   chance of closing a window whose true fraction is `high` stays near
+//!   1 % (a union bound over the looks);
+//! - a window while a write is pending or unconfirmed, a member failed to
+//!   read, or a counter went down.
+//!
+//! **The straddle after an Up.** Attribution (see the parent module)
+//! discards a window that starts before the new offer's attempts reach the
+//! counters. After an Up from a window judged clean, that straddle mixes
+//! clean attempts at the old offer with the new offer's: it can only
+//! dilute the new offer's failures, never add to them. A straddle that is
+//! nonetheless a certain breach therefore shows the new offer breaching, so
+//! an early verdict accepts it instead of waiting out the signal's lag.
+//! That is the point for lagged signals: the first peek that sees the
+//! failures decides, instead of the first full window after the lag.
+//!
+//! Cost: [`PEEKS_PER_WINDOW`] reads per window, only in the window after
+//! an Up; the rest of the time the cadence is the window's.
+//!
+//! Pure, like its parent: the caller passes the reads and the time.
+
+use std::time::Duration;
+
+use super::{Core, MemberRead};
+use crate::engine::members::Members;
+use crate::governor::robust::binomial_tail;
+use crate::window::WindowOutcome;
+
+/// Significance of the early breach test, per look.
+pub const EARLY_ALPHA: f64 = 0.001;
+/// The fewest failures an early verdict stands on.
+pub const EARLY_MIN_FAILURES: f64 = 5.0;
+/// Looks per window while a window is watched.
+pub const PEEKS_PER_WINDOW: u32 = 12;
+/// The shortest interval between looks.
+pub const MIN_PEEK: Duration = Duration::from_millis(100);
+
+/// The interval between looks for a window of `window`:
+/// `window / PEEKS_PER_WINDOW`, at least [`MIN_PEEK`].
+pub fn peek_interval(window: Duration) -> Duration {
+    (window / PEEKS_PER_WINDOW).max(MIN_PEEK)
+}
+
+/// A window so far that is a certain breach.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EarlyBreach {
+    /// Attempts resolved since the window's baseline.
+    pub attempts: f64,
+    /// Failed attempts among them.
+    pub failures: f64,
+    /// Seconds since the window's baseline.
+    pub secs: f64,
+    /// The test's p-value (at most [`EARLY_ALPHA`]).
+    pub p_value: f64,
+}
+
+/// Whether `failures` of `attempts` are a certain breach of `high`.
+pub fn certain_breach(failures: f64, attempts: f64, high: f64) -> Option<f64> {
+    if attempts.is_nan()
+        || attempts <= 0.0
+        || failures < EARLY_MIN_FAILURES
+        || failures / attempts <= high
+    {
+        return None;
+    }
+    let p = binomial_tail(failures, attempts, high);
+    (p <= EARLY_ALPHA).then_some(p)
+}
+
+impl Core {
+    /// Whether the window now open is watched for an early verdict: early
+    /// verdicts are on and the last decided window moved the offer up.
+    pub fn watching(&self) -> bool {
+        self.policy.early_verdicts && self.watch
+    }
+
+    /// The window so far, from `reads` taken at `at`, when it is a certain
+    /// breach (see the module docs); `None` otherwise. Changes nothing.
+    pub fn early_breach(&self, at: f64, reads: &Members<MemberRead>) -> Option<EarlyBreach> {
+        if !self.watching() || self.conflict || self.policy.dry_run {
+            return None;
+        }
+        let (mut attempts, mut failures, mut since) = (0.0, 0.0, f64::INFINITY);
+        let mut any = false;
+        for (name, m) in self.members.iter() {
+            if !m.up {
+                continue;
+            }
+            let r = reads.get(name)?;
+            let counters = r.signal.as_ref().ok()?;
+            if matches!(r.committed, Some(Err(_)))
+                || r.before.busy()
+                || r.after.busy()
+                || r.before.generation != r.after.generation
+                || (r.after.last_value.is_some() && !r.after.last_confirmed)
+            {
+                return None;
+            }
+            let base = m.window.baseline()?;
+            let mut tracker = m.window.clone();
+            match tracker.observe(counters.reading(at)) {
+                Ok(WindowOutcome::Window(w)) => {
+                    attempts += w.attempts;
+                    failures += w.failures;
+                    since = since.min(base.at_secs);
+                    any = true;
+                }
+                _ => return None,
+            }
+        }
+        if !any {
+            return None;
+        }
+        let high = self.gov.params().high;
+        certain_breach(failures, attempts, high).map(|p_value| EarlyBreach {
+            attempts,
+            failures,
+            secs: (at - since).max(0.0),
+            p_value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_breach_is_decided_early_only_when_certain() {
+        // 30 of 40 at high = 5 %: certain.
+        assert!(certain_breach(30.0, 40.0, 0.05).is_some());
+        // 640 failed of 700 (one user over a 1 ms wall, a second): certain.
+        assert!(certain_breach(640.0, 700.0, 0.05).is_some());
+        // 4 of 4: too few failures to stand on, whatever the p-value.
+        assert!(certain_breach(4.0, 4.0, 0.05).is_none());
+        // 3 of 40 (7.5 %): above high, not certain.
+        assert!(certain_breach(3.0, 40.0, 0.05).is_none());
+    }
+
+    #[test]
+    fn a_clean_window_is_never_closed_early() {
+        for attempts in [10.0_f64, 100.0, 1_000.0, 100_000.0] {
+            for frac in [0.0, 0.005, 0.01, 0.03] {
+                let failures: f64 = (attempts * frac).round();
+                assert!(
+                    certain_breach(failures, attempts, 0.05).is_none(),
+                    "{failures} of {attempts}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_noisy_window_at_high_is_not_closed_early() {
+        // A window whose true fraction is high: its counts sit at or
+        // slightly above 5 % and never settle it, small or large.
+        for (f, n) in [
+            (5.0, 100.0),
+            (6.0, 100.0),
+            (55.0, 1_000.0),
+            (520.0, 10_000.0),
+        ] {
+            assert!(certain_breach(f, n, 0.05).is_none(), "{f} of {n}");
+        }
+        // Over many looks at a true fraction of exactly high, the test
+        // fires rarely: simulate the looks of 200 windows at 5 %.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut failed = move || {
+            // xorshift64*: a failure with probability 5 %.
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            let u = (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
+            u < 0.05
+        };
+        let mut closed = 0;
+        for _ in 0..200 {
+            let (mut n, mut f) = (0.0, 0.0);
+            for _ in 0..PEEKS_PER_WINDOW {
+                n += 50.0;
+                f += (0..50).filter(|_| failed()).count() as f64;
+                if certain_breach(f, n, 0.05).is_some() {
+                    closed += 1;
+                    break;
+                }
+            }
+        }
+        assert!(closed <= 6, "{closed} of 200 windows at high closed early");
+    }
+
+    #[test]
+    fn the_same_counts_decide_as_the_point_estimate_at_large_samples() {
+        // At 4,000 attempts, 10 % is certain and 5.5 % is not.
+        assert!(certain_breach(400.0, 4_000.0, 0.05).is_some());
+        assert!(certain_breach(220.0, 4_000.0, 0.05).is_none());
+    }
+
+    #[test]
+    fn peeks_are_a_twelfth_of_the_window_and_never_below_100ms() {
+        assert_eq!(
+            peek_interval(Duration::from_secs(3)),
+            Duration::from_millis(250)
+        );
+        assert_eq!(peek_interval(Duration::from_millis(500)), MIN_PEEK);
+    }
+}
