@@ -131,12 +131,17 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
     );
     for t in &config.targets {
         text.push_str(&format!(
-            "  {}: {} {}, window {}, profile {}, signal lag {}\n",
+            "  {}: {} {}, window {}, profile {}, early verdicts {}, signal lag {}\n",
             t.name,
             t.signal.kind(),
             t.knob,
             humantime::format_duration(t.window),
             t.profile,
+            if t.early_verdicts_in_effect() {
+                "on"
+            } else {
+                "off"
+            },
             t.lag_description()
         ));
         if let Some(l) = &t.latency {

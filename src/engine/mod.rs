@@ -232,6 +232,7 @@ impl TargetTask {
         exporter.emit(Event::Started {
             params: p,
             profile: self.config.profile,
+            early_verdicts: self.config.early_verdicts_in_effect(),
             dry_run: self.dry_run,
             lag: self.config.lag_description(),
         });

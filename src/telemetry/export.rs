@@ -36,6 +36,8 @@ pub enum Event {
         params: Params,
         /// Its profile.
         profile: Profile,
+        /// Whether breaching windows may close early.
+        early_verdicts: bool,
         /// Whether it runs without writing.
         dry_run: bool,
         /// The signal lag in effect, described.
@@ -359,6 +361,7 @@ impl Exporter {
             Event::Started {
                 params: p,
                 profile,
+                early_verdicts,
                 dry_run,
                 lag,
             } => {
@@ -372,6 +375,8 @@ impl Exporter {
                         state,
                     });
                 }
+                info!(target = %name, profile = profile.as_str(), early_verdicts, "{name}: governing {} with profile {profile}, early verdicts {}, signal lag {lag}",
+                    p.control.as_str(), if early_verdicts { "on" } else { "off" });
                 let mut status = TargetStatus::initial(name, &p, dry_run);
                 status.profile = profile.as_str();
                 status.signal_lag = lag;
@@ -834,6 +839,7 @@ mod tests {
         e.emit(Event::Started {
             params: p,
             profile: Profile::Default,
+            early_verdicts: false,
             dry_run: false,
             lag: String::new(),
         });

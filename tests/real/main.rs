@@ -18,6 +18,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod exp;
 mod goose;
 mod k6;
 mod k6_remote_write;
