@@ -546,8 +546,13 @@ impl Exporter {
                 p_value,
             } => {
                 m.early_verdicts.get_or_create(&l).inc();
+                let p = if p_value < 1e-12 {
+                    "p < 1e-12".to_string()
+                } else {
+                    format!("p = {p_value:.1e}")
+                };
                 info!(target = %name, attempts, failures, window_secs = secs, p_value,
-                    "{name}: early verdict: {failures} of {attempts} attempts failed in {secs:.2}s, a certain breach (p = {p_value:.1e}); the window closes now");
+                    "{name}: early verdict: {failures} of {attempts} attempts failed in {secs:.2}s, a certain breach ({p}); the window closes now");
             }
             Event::ReadDuration(secs) => match self.handles.get() {
                 Some(h) => h.series.read_duration.observe(secs),

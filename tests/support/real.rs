@@ -521,7 +521,11 @@ floor = 1
 high = 0.05
 window = "{window}"
 profile = "{profile}"
-"#
+{exp}
+"#,
+        exp = std::env::var("EXP_EARLY")
+            .map(|v| format!("early_verdicts = {}", v == "1"))
+            .unwrap_or_default()
     )
 }
 
