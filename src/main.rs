@@ -136,7 +136,7 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
             t.signal.kind(),
             t.knob,
             humantime::format_duration(t.window),
-            t.profile,
+            t.profile_description(),
             t.lag_description()
         ));
         if let Some(l) = &t.latency {

@@ -248,7 +248,7 @@ enum Folded {
 impl Core {
     /// A core over `gov` with no members yet.
     pub fn new(gov: ThrottleGovernor, policy: Policy) -> Self {
-        let advisor = (gov.profile() == Profile::Default).then(|| Advisor::new(gov.params()));
+        let advisor = (gov.profile() == Profile::Seed).then(|| Advisor::new(gov.params()));
         Core {
             advisor,
             gov,

@@ -22,7 +22,7 @@ fn params(ceiling: f64) -> Params {
 fn core(members: &[&str], lag: f64) -> Core {
     let p = params(100.0);
     let mut c = Core::new(
-        ThrottleGovernor::with_profile(p, Profile::Default),
+        ThrottleGovernor::with_profile(p, Profile::Seed),
         Policy {
             params: p,
             integer: true,
@@ -500,7 +500,7 @@ fn advice_count(profile: Profile) -> usize {
 
 #[test]
 fn tiny_samples_bring_one_profile_advice_under_the_default_only() {
-    assert_eq!(advice_count(Profile::Default), 1);
+    assert_eq!(advice_count(Profile::Seed), 1);
     assert_eq!(advice_count(Profile::Robust), 0);
 }
 
