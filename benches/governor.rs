@@ -59,7 +59,7 @@ fn bench_decide(c: &mut Criterion) {
 }
 
 fn bench_step(c: &mut Criterion) {
-    for profile in [Profile::Default, Profile::Robust] {
+    for profile in [Profile::Seed, Profile::Robust] {
         let name = format!("step/{profile}");
         c.bench_function(&name, |b| {
             b.iter_batched_ref(

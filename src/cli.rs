@@ -242,16 +242,19 @@ impl ValueEnum for Control {
 
 impl ValueEnum for Profile {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Profile::Default, Profile::Robust]
+        &[Profile::Gentle, Profile::Robust, Profile::Seed]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
         Some(match self {
-            Profile::Default => {
-                PossibleValue::new(self.as_str()).help("Exactly the rules of GOVERNOR.md")
-            }
+            Profile::Seed => PossibleValue::new(self.as_str())
+                .alias("default")
+                .help("Exactly the rules of GOVERNOR.md (spelled \"default\" before issue 26)"),
             Profile::Robust => PossibleValue::new(self.as_str()).help(
                 "Opt-in: evidence, lag and re-probe rules for noisy, lagged, drifting targets",
+            ),
+            Profile::Gentle => PossibleValue::new(self.as_str()).help(
+                "The default: robust's rules with rarer probes of a fast-failing wall, and early verdicts",
             ),
         })
     }

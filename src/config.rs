@@ -128,6 +128,29 @@ pub enum OnExit {
     Start,
 }
 
+/// How a target's `profile` key was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProfileKey {
+    /// Named with its own spelling.
+    #[default]
+    Given,
+    /// Left out: the default profile.
+    Omitted,
+    /// Spelled `"default"`: the seed rules, as before issue 26.
+    OldDefault,
+}
+
+impl ProfileKey {
+    /// How the `[[targets]]` table `item` writes `profile`.
+    fn of(item: &toml::Value) -> Self {
+        match item.get("profile").map(toml::Value::as_str) {
+            None => ProfileKey::Omitted,
+            Some(Some("default")) => ProfileKey::OldDefault,
+            Some(_) => ProfileKey::Given,
+        }
+    }
+}
+
 /// `[[targets]]`
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -162,8 +185,10 @@ pub struct TargetConfig {
     /// What to do when the signal is lost.
     #[serde(default)]
     pub on_signal_loss: OnSignalLoss,
-    /// The governor's rule set: `"default"` (GOVERNOR.md exactly) or the
-    /// opt-in `"robust"` (docs/BENCHMARKS.md).
+    /// The governor's rule set: `"gentle"` (the default when the key is
+    /// left out), `"robust"`, or `"seed"` (GOVERNOR.md exactly; the old
+    /// spelling `"default"` still means it). docs/BENCHMARKS.md has the
+    /// measurements.
     #[serde(default)]
     pub profile: Profile,
     /// Close a breaching window as soon as its breach is statistically
@@ -172,6 +197,9 @@ pub struct TargetConfig {
     /// ([`TargetConfig::early_verdicts_in_effect`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_verdicts: Option<bool>,
+    /// How `profile` was written, for `check` (not a config key).
+    #[serde(skip)]
+    pub profile_key: ProfileKey,
     /// How far the signal trails the load: after an offer change, the next
     /// window starts only this long after the change is confirmed, so that
     /// no window mixes two offers. Default: the signal kind's own (see
@@ -218,7 +246,24 @@ impl TargetConfig {
     /// profile's choice (on for `gentle`, off for the profiles whose meaning
     /// predates them).
     pub fn early_verdicts_in_effect(&self) -> bool {
-        self.early_verdicts.unwrap_or(false)
+        self.early_verdicts
+            .unwrap_or_else(|| self.profile.early_verdicts())
+    }
+
+    /// The profile in effect, in words (`check` shows it): marked when it
+    /// is the default because the key was left out, or when it was spelled
+    /// `"default"`.
+    pub fn profile_description(&self) -> String {
+        match self.profile_key {
+            ProfileKey::Given => self.profile.to_string(),
+            ProfileKey::Omitted => format!("{} (the default: no `profile` key)", self.profile),
+            ProfileKey::OldDefault => format!(
+                "{} (spelled \"default\", which now names the seed rules of GOVERNOR.md; \
+                 a config without `profile` gets \"{}\")",
+                self.profile,
+                Profile::default()
+            ),
+        }
     }
 
     /// The signal lag in effect, in words (`check` and the API show it).
@@ -748,8 +793,12 @@ impl Config {
                             .and_then(|n| n.as_str())
                             .map(str::to_string)
                             .unwrap_or_else(|| format!("#{}", i + 1));
+                        let key = ProfileKey::of(&item);
                         match fields::deserialize::<TargetConfig>(item) {
-                            Ok(t) => targets.push(t),
+                            Ok(t) => targets.push(TargetConfig {
+                                profile_key: key,
+                                ..t
+                            }),
                             Err(e) => errors.push(FieldError {
                                 target: Some(label),
                                 field: e.path,
@@ -1301,7 +1350,9 @@ json_pointer = "/workers"
         assert_eq!(p.start, 1.0);
         assert!((p.low - 0.01).abs() < 1e-12);
         assert_eq!(t.on_exit, OnExit::Leave);
-        assert_eq!(t.profile, Profile::Default, "never robust unless asked");
+        assert_eq!(t.profile, Profile::Gentle, "gentle unless asked");
+        assert_eq!(t.profile_key, ProfileKey::Omitted);
+        assert!(t.profile_description().contains("the default"));
         let ControlConfig::Http(h) = &t.control else {
             panic!("expected http")
         };
@@ -1365,15 +1416,37 @@ json_pointer = "/workers"
     }
 
     #[test]
-    fn profile_is_opt_in_and_checked() {
-        let robust = GOOD.replace("floor = 1", "floor = 1\nprofile = \"robust\"");
+    fn profile_is_named_or_gentle_and_checked() {
+        let with = |name: &str| {
+            let text = GOOD.replace("floor = 1", &format!("floor = 1\nprofile = \"{name}\""));
+            Config::parse(&text).map(|c| c.targets[0].clone())
+        };
+        for (name, profile) in [
+            ("seed", Profile::Seed),
+            ("robust", Profile::Robust),
+            ("gentle", Profile::Gentle),
+        ] {
+            let t = with(name).unwrap();
+            assert_eq!((t.profile, t.profile_key), (profile, ProfileKey::Given));
+            assert_eq!(t.profile_description(), name);
+        }
+        // A config that names a profile keeps its meaning: "default" was
+        // the seed rules, and still is; check says so.
+        let t = with("default").unwrap();
         assert_eq!(
-            Config::parse(&robust).unwrap().targets[0].profile,
-            Profile::Robust
+            (t.profile, t.profile_key),
+            (Profile::Seed, ProfileKey::OldDefault)
         );
-        let typo = GOOD.replace("floor = 1", "floor = 1\nprofile = \"rubust\"");
-        let err = Config::parse(&typo).unwrap_err().to_string();
-        assert!(err.contains("rubust") && err.contains("robust"), "{err}");
+        let said = t.profile_description();
+        assert!(
+            said.starts_with("seed (spelled \"default\"") && said.contains("\"gentle\""),
+            "{said}"
+        );
+        let err = with("rubust").unwrap_err().to_string();
+        assert!(err.contains("profile") && err.contains("rubust"), "{err}");
+        for valid in ["seed", "robust", "gentle"] {
+            assert!(err.contains(valid), "{err}");
+        }
     }
 
     #[test]

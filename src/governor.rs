@@ -175,13 +175,13 @@ pub enum HoldReason {
     CounterReset,
     /// The signal could not be read or was invalid for this window.
     SignalError,
-    /// `robust` only: the window right after a movement, whose failures may
+    /// `robust` and `gentle` only: the window right after a movement, whose failures may
     /// still belong to the previous offer.
     Settling,
-    /// `robust` only: too few attempts since the last decision to tell a
+    /// `robust` and `gentle` only: too few attempts since the last decision to tell a
     /// breach from noise; the window is pooled with the next ones.
     Gathering,
-    /// `robust` only: clean, but the next additive probe waits for more
+    /// `robust` and `gentle` only: clean, but the next additive probe waits for more
     /// clean windows, because the last probes found the limit.
     Dwelling,
     /// The window straddled a change of the offer in effect (or fell within
@@ -288,8 +288,8 @@ pub struct Outcome {
     pub clean_streak: u32,
     /// Whether the memory cleared on this window.
     pub memory_cleared: bool,
-    /// `robust` only: the pooled sample a decision used when it spans more
-    /// than this window (`None` under the default rules).
+    /// `robust` and `gentle` only: the pooled sample a decision used when it spans more
+    /// than this window (`None` under the seed rules).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
     /// The window's latency against its bound, when one is set
@@ -542,29 +542,62 @@ pub struct State {
 
 /// A named set of governor rules.
 ///
-/// `default` is exactly `GOVERNOR.md`. Every other profile is an opt-in
-/// layer on top of it, documented in its own module ([`robust`]); none is
-/// ever chosen implicitly.
+/// `seed` is exactly `GOVERNOR.md`, and the library's
+/// [`ThrottleGovernor::new`] keeps it. `robust` ([`robust`]) is an opt-in
+/// layer on top of it; `gentle` is robust's rules with rarer probes of a
+/// wall that a probe found costly ([`robust::Tunables::GENTLE`]), chosen by
+/// measurement (docs/BENCHMARKS.md, "The `gentle` profile"), and the
+/// engine's early verdicts ([`Profile::early_verdicts`]). A config
+/// without `profile` gets `gentle`; one that names a profile keeps its
+/// meaning (`"default"` is an old spelling of `seed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Exactly the rules of GOVERNOR.md: assume the most fragile target.
-    #[default]
-    Default,
-    /// The default rules plus the evidence, lag and re-probe fixes of
+    /// Spelled `"default"` before issue 26; that spelling still means it.
+    #[serde(alias = "default")]
+    Seed,
+    /// The seed rules plus the evidence, lag and re-probe fixes of
     /// [`robust`], for noisy, lagged and drifting targets and long runs:
     /// pooled evidence before a verdict, a slow start that slows down from
     /// 64 on, probes that pay for their failures, and no climb while the
     /// successes stop following the offer (a plateau).
     Robust,
+    /// Robust's rules, gentler on a wall that rejects fast: rarer probes of
+    /// a wall that a probe found costly ([`robust::Tunables::GENTLE`]), and
+    /// early verdicts on breaching windows in the engine. What a config
+    /// without `profile` gets.
+    #[default]
+    Gentle,
 }
 
 impl Profile {
+    /// Every profile, in the order they were introduced.
+    pub const ALL: [Profile; 3] = [Profile::Seed, Profile::Robust, Profile::Gentle];
+
     /// The spelling used in the config, on the command line and in logs.
     pub fn as_str(self) -> &'static str {
         match self {
-            Profile::Default => "default",
+            Profile::Seed => "seed",
             Profile::Robust => "robust",
+            Profile::Gentle => "gentle",
+        }
+    }
+
+    /// Whether the engine may close a breaching window early (before its
+    /// full length) and decide on it: `gentle` only. The seed and robust
+    /// profiles keep their exact meaning: whole windows.
+    pub fn early_verdicts(self) -> bool {
+        matches!(self, Profile::Gentle)
+    }
+
+    /// The tunables of robust's code path, for the profiles that take it
+    /// (`None` for the seed rules).
+    pub fn robust_tunables(self) -> Option<robust::Tunables> {
+        match self {
+            Profile::Seed => None,
+            Profile::Robust => Some(robust::Tunables::ROBUST),
+            Profile::Gentle => Some(robust::Tunables::GENTLE),
         }
     }
 }
@@ -582,7 +615,8 @@ pub struct ThrottleGovernor {
     state: State,
     window: WindowTracker,
     profile: Profile,
-    /// The `robust` layer's own memory; untouched by the default profile.
+    /// The `robust` layer's own memory (robust and gentle); untouched by
+    /// the seed profile.
     robust: robust::RobustState,
     /// The knob's resolution as learned from read-backs that swallowed an
     /// Up ([`exact`]); 0 until one does.
@@ -593,9 +627,9 @@ pub struct ThrottleGovernor {
 
 impl ThrottleGovernor {
     /// A governor that opens at `params.start` in slow start, with the
-    /// default rules of `GOVERNOR.md`.
+    /// seed rules of `GOVERNOR.md`, exactly.
     pub fn new(params: Params) -> Self {
-        Self::with_profile(params, Profile::Default)
+        Self::with_profile(params, Profile::Seed)
     }
 
     /// A governor that opens at `params.start` in slow start, with the rules
@@ -610,7 +644,7 @@ impl ThrottleGovernor {
             params,
             window: WindowTracker::default(),
             profile,
-            robust: robust::RobustState::default(),
+            robust: robust::RobustState::new(profile.robust_tunables()),
             learned_resolution: 0.0,
             last_up: None,
         }
@@ -647,7 +681,7 @@ impl ThrottleGovernor {
         };
         self.state.last_bad = last_bad;
         self.state.clean_streak = if last_bad.is_some() { clean_streak } else { 0 };
-        self.robust = robust::RobustState::default();
+        self.robust = robust::RobustState::new(self.profile.robust_tunables());
         verdict
     }
 
@@ -680,9 +714,9 @@ impl ThrottleGovernor {
     /// After an Up or Down, `current` becomes the decided value until the
     /// caller reports a different committed value with [`Self::set_current`].
     pub fn step(&mut self, attempts: f64, failures: f64) -> Outcome {
-        let outcome = match self.profile {
-            Profile::Default => self.step_default(attempts, failures),
-            Profile::Robust => self.step_robust(attempts, failures),
+        let outcome = match self.profile.robust_tunables() {
+            None => self.step_default(attempts, failures),
+            Some(_) => self.step_robust(attempts, failures),
         };
         self.last_up = match outcome.decision {
             Decision::Up(to) => Some((outcome.from, to)),

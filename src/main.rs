@@ -136,7 +136,7 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
             t.signal.kind(),
             t.knob,
             humantime::format_duration(t.window),
-            t.profile,
+            t.profile_description(),
             if t.early_verdicts_in_effect() {
                 "on"
             } else {

@@ -107,9 +107,10 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Jsonl)]
     pub format: OutputFormat,
 
-    /// The rule set: `default` is GOVERNOR.md exactly; `robust` adds the
-    /// opt-in evidence, lag and re-probe rules (docs/BENCHMARKS.md).
-    #[arg(long, value_enum, default_value_t = Profile::Default)]
+    /// The rule set, as a config's `profile`: `gentle` (what a config
+    /// without `profile` gets), `robust`, or `seed` (GOVERNOR.md exactly;
+    /// also spelled `default`). docs/BENCHMARKS.md has the measurements.
+    #[arg(long, value_enum, default_value_t = Profile::default())]
     pub profile: Profile,
 }
 
@@ -126,7 +127,7 @@ impl Default for ReplayArgs {
             control: Control::Concurrency,
             resolution: None,
             format: OutputFormat::Jsonl,
-            profile: Profile::Default,
+            profile: Profile::default(),
         }
     }
 }

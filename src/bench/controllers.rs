@@ -1,4 +1,4 @@
-//! The controllers that `bench` compares: the governor (both profiles), four
+//! The controllers that `bench` compares: the governor (every profile), four
 //! published baselines, and the oracle.
 //!
 //! Why it exists: "how does it compare with AIMD?" needs AIMD written down,
@@ -16,9 +16,10 @@
 //!
 //! | controller | on a breach (`frac > high`) | otherwise |
 //! |---|---|---|
-//! | `governor` | `GOVERNOR.md`, exactly | |
+//! | `governor` | `GOVERNOR.md`, exactly (`profile = "seed"`) | |
 //! | `governor-robust` | [`crate::governor::robust`] | |
-//! | `governor-latency`, `governor-robust-latency` | the same two, through [`ThrottleGovernor::step_with_latency`] with the latency bound on: the window's p99 at most [`LATENCY_BOUND`] base latencies (clean below 80 % of it) | |
+//! | `governor-gentle` | the default profile: robust's rules with [`crate::governor::robust::Tunables::GENTLE`] | |
+//! | `governor-latency`, `governor-robust-latency`, `governor-gentle-latency` | the same three, through [`ThrottleGovernor::step_with_latency`] with the latency bound on: the window's p99 at most [`LATENCY_BOUND`] base latencies (clean below 80 % of it) | |
 //! | `aimd` | `L = floor(0.9 L)` | `L = L + 1` |
 //! | `cubic` | `W_max = W` (or `W (1 + β) / 2` if `W < W_max`), `W = β W`, `K = cbrt(W_max (1 - β) / C)`, `t = 0` | slow start `W = 2 W` until the first breach; then `t += 1`, `W = max(min(max(W_cubic(t), W), 1.5 W), W_est)` |
 //! | `gradient` | `L = clamp((1 - frac) / (1 - high), 0.5, 2) L`, then `L = L + sqrt(L)` | (the same rule) |
@@ -28,7 +29,7 @@
 //! All offers are clamped into `[floor, ceiling]`; the load tool runs
 //! `floor(offer)` whole workers (see [`Controller::offer`]).
 //!
-//! Only the two `-latency` governors read a window's latency; every other
+//! Only the three `-latency` governors read a window's latency; every other
 //! controller (the governors without the bound, AIMD, CUBIC, gradient,
 //! findmax) sees attempts and failures only, as it would in front of a tool
 //! that exports no histogram. The `-latency` ones run only on models that
@@ -40,6 +41,9 @@ use serde::Serialize;
 
 use crate::governor::latency::{LatencyWindow, DEFAULT_LOW_FRACTION};
 use crate::governor::{Outcome, Params, Profile, ThrottleGovernor};
+use crate::report::live::LiveCapacity;
+use crate::report::SteadyRule;
+use crate::telemetry::{LatencyBoundStatus, WindowRecord};
 
 /// The quantile that the latency bound holds: p99.
 pub const LATENCY_QUANTILE: f64 = 0.99;
@@ -111,6 +115,23 @@ pub trait Controller {
     fn memory_clears(&self) -> Option<u64> {
         None
     }
+
+    /// Keep the live capacity estimate from now on (governors only; it
+    /// costs about 8 µs a window, so the goal checks leave it off).
+    fn keep_figures(&mut self) {}
+
+    /// The live capacity figure after the last window observed: `None`
+    /// for a controller that keeps no estimate, `Some(None)` while the
+    /// estimate has no figure.
+    fn capacity_figure(&self) -> Option<Option<f64>> {
+        None
+    }
+
+    /// Whether the controller reads the latency: its capacity figure is
+    /// then the latency capacity's.
+    fn reads_latency(&self) -> bool {
+        false
+    }
 }
 
 /// The controllers by name, as on the command line and in JSON.
@@ -118,14 +139,18 @@ pub trait Controller {
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
 pub enum ControllerKind {
-    /// The governor with the defaults of GOVERNOR.md.
+    /// The governor with the seed rules of GOVERNOR.md (`profile = "seed"`).
     Governor,
     /// The governor with `profile = "robust"`.
     GovernorRobust,
-    /// The default governor with the latency bound on (latency models only).
+    /// The governor with `profile = "gentle"`, the default.
+    GovernorGentle,
+    /// The seed governor with the latency bound on (latency models only).
     GovernorLatency,
     /// The robust governor with the latency bound on (latency models only).
     GovernorRobustLatency,
+    /// The gentle governor with the latency bound on (latency models only).
+    GovernorGentleLatency,
     /// Netflix concurrency-limits AIMDLimit: x0.9 on a breach, +1 otherwise.
     Aimd,
     /// CUBIC (RFC 9438): beta 0.7, cubic growth toward W_max, fast convergence.
@@ -140,11 +165,13 @@ pub enum ControllerKind {
 
 impl ControllerKind {
     /// Every controller, in table order.
-    pub const ALL: [ControllerKind; 9] = [
+    pub const ALL: [ControllerKind; 11] = [
         ControllerKind::Governor,
         ControllerKind::GovernorRobust,
+        ControllerKind::GovernorGentle,
         ControllerKind::GovernorLatency,
         ControllerKind::GovernorRobustLatency,
+        ControllerKind::GovernorGentleLatency,
         ControllerKind::Aimd,
         ControllerKind::Cubic,
         ControllerKind::Gradient,
@@ -157,8 +184,10 @@ impl ControllerKind {
         match self {
             ControllerKind::Governor => "governor",
             ControllerKind::GovernorRobust => "governor-robust",
+            ControllerKind::GovernorGentle => "governor-gentle",
             ControllerKind::GovernorLatency => "governor-latency",
             ControllerKind::GovernorRobustLatency => "governor-robust-latency",
+            ControllerKind::GovernorGentleLatency => "governor-gentle-latency",
             ControllerKind::Aimd => "aimd",
             ControllerKind::Cubic => "cubic",
             ControllerKind::Gradient => "gradient",
@@ -172,50 +201,63 @@ impl ControllerKind {
     pub fn needs_latency(self) -> bool {
         matches!(
             self,
-            ControllerKind::GovernorLatency | ControllerKind::GovernorRobustLatency
-        )
-    }
-
-    /// Whether this is one of the four governors.
-    pub fn is_governor(self) -> bool {
-        matches!(
-            self,
-            ControllerKind::Governor
-                | ControllerKind::GovernorRobust
-                | ControllerKind::GovernorLatency
+            ControllerKind::GovernorLatency
                 | ControllerKind::GovernorRobustLatency
+                | ControllerKind::GovernorGentleLatency
         )
     }
 
-    /// The governor's profile, for the four governors.
+    /// Whether this is one of the governors.
+    pub fn is_governor(self) -> bool {
+        self.profile().is_some()
+    }
+
+    /// The governor's profile, for the governors.
     pub fn profile(self) -> Option<Profile> {
         match self {
-            ControllerKind::Governor | ControllerKind::GovernorLatency => Some(Profile::Default),
+            ControllerKind::Governor | ControllerKind::GovernorLatency => Some(Profile::Seed),
             ControllerKind::GovernorRobust | ControllerKind::GovernorRobustLatency => {
                 Some(Profile::Robust)
             }
+            ControllerKind::GovernorGentle | ControllerKind::GovernorGentleLatency => {
+                Some(Profile::Gentle)
+            }
             _ => None,
+        }
+    }
+
+    /// The governor of `profile`, without the latency bound (`latency`
+    /// false) or with it.
+    pub fn governor(profile: Profile, latency: bool) -> ControllerKind {
+        match (profile, latency) {
+            (Profile::Seed, false) => ControllerKind::Governor,
+            (Profile::Robust, false) => ControllerKind::GovernorRobust,
+            (Profile::Gentle, false) => ControllerKind::GovernorGentle,
+            (Profile::Seed, true) => ControllerKind::GovernorLatency,
+            (Profile::Robust, true) => ControllerKind::GovernorRobustLatency,
+            (Profile::Gentle, true) => ControllerKind::GovernorGentleLatency,
         }
     }
 
     /// A fresh controller of this kind.
     pub fn build(self, params: &Params) -> Box<dyn Controller> {
         let b = Bounds::of(params);
-        let bound = LatencyBound::bench();
         match self {
-            ControllerKind::Governor => Box::new(Governor::new(*params, Profile::Default)),
-            ControllerKind::GovernorRobust => Box::new(Governor::new(*params, Profile::Robust)),
-            ControllerKind::GovernorLatency => {
-                Box::new(Governor::new(*params, Profile::Default).with_latency(bound))
-            }
-            ControllerKind::GovernorRobustLatency => {
-                Box::new(Governor::new(*params, Profile::Robust).with_latency(bound))
-            }
             ControllerKind::Aimd => Box::new(Aimd::new(b)),
             ControllerKind::Cubic => Box::new(Cubic::new(b)),
             ControllerKind::Gradient => Box::new(Gradient::new(b)),
             ControllerKind::Findmax => Box::new(Findmax::new(b)),
             ControllerKind::Oracle => Box::new(Oracle::new(b)),
+            governor => {
+                // Every other kind is a governor: it has a profile.
+                let profile = governor.profile().unwrap_or_default();
+                let g = Governor::new(*params, profile);
+                if governor.needs_latency() {
+                    Box::new(g.with_latency(LatencyBound::bench()))
+                } else {
+                    Box::new(g)
+                }
+            }
         }
     }
 }
@@ -252,12 +294,18 @@ impl LatencyBound {
 /// The real [`ThrottleGovernor`], fed one window's deltas at a time. The
 /// committed offer is what it decided (the simulated tool never refuses a
 /// write), so it never needs `set_current`. With a latency bound it steps
-/// through [`ThrottleGovernor::step_with_latency`].
+/// through [`ThrottleGovernor::step_with_latency`]. Each window's outcome
+/// also feeds the live capacity estimate ([`LiveCapacity`], the code the
+/// engine feeds), as the engine would, with one window a second.
 #[derive(Debug, Clone)]
 pub struct Governor {
     inner: ThrottleGovernor,
     latency: Option<LatencyBound>,
     clears: u64,
+    /// The live estimate, once [`Controller::keep_figures`] asked for it.
+    live: Option<LiveCapacity>,
+    figure: Option<f64>,
+    window: u64,
 }
 
 impl Governor {
@@ -267,6 +315,9 @@ impl Governor {
             inner: ThrottleGovernor::with_profile(params, profile),
             latency: None,
             clears: 0,
+            live: None,
+            figure: None,
+            window: 0,
         }
     }
 
@@ -300,10 +351,35 @@ impl Controller for Governor {
         if o.memory_cleared {
             self.clears += 1;
         }
+        if let Some(live) = self.live.as_mut() {
+            let record = WindowRecord::of_outcome(&o, self.window as f64, 1.0, false, None);
+            self.window += 1;
+            self.figure = live.push(&record).figure().map(|f| f.offer);
+        }
+    }
+
+    fn keep_figures(&mut self) {
+        // The bound in the unit of the window's quantile: the estimate only
+        // compares the two.
+        let latency = self.latency.map(|b| LatencyBoundStatus {
+            quantile: b.quantile,
+            bound_secs: b.bound,
+            low_secs: b.low,
+        });
+        let high = self.inner.params().high;
+        self.live = Some(LiveCapacity::new(SteadyRule::default(), high, latency));
     }
 
     fn memory_clears(&self) -> Option<u64> {
         Some(self.clears)
+    }
+
+    fn capacity_figure(&self) -> Option<Option<f64>> {
+        self.live.as_ref().map(|_| self.figure)
+    }
+
+    fn reads_latency(&self) -> bool {
+        self.latency.is_some()
     }
 }
 
@@ -857,7 +933,7 @@ mod tests {
     #[test]
     fn governor_controller_is_the_real_governor() {
         let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, HIGH, None).unwrap();
-        let mut g = Governor::new(p, Profile::Default);
+        let mut g = Governor::new(p, Profile::Seed);
         let mut reference = ThrottleGovernor::new(p);
         for frac in [0.0, 0.0, 0.0, 0.5, 0.0, 0.02, 0.0] {
             g.observe(win(frac));
@@ -872,7 +948,7 @@ mod tests {
     fn the_latency_governor_steps_with_the_latency_bound() {
         use crate::governor::latency::LatencyWindow;
         let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, HIGH, None).unwrap();
-        let mut g = Governor::new(p, Profile::Default).with_latency(LatencyBound::bench());
+        let mut g = Governor::new(p, Profile::Seed).with_latency(LatencyBound::bench());
         let mut reference = ThrottleGovernor::new(p);
         // Clean, in the band (2.0..=2.5), over it, unknown.
         for latency in [Some(1.5), Some(1.5), Some(2.2), Some(3.0), None, Some(1.0)] {

@@ -21,6 +21,9 @@
 //! | `false_downs` | those downs where neither the window nor the one before it offered more than the capacity (so no overload can have caused the failures) |
 //! | `over_bound` | models with a latency only: the share of windows (with a quantile) whose latency quantile is above the bound, whether or not the controller sees the latency |
 //! | `latency_ratio` | models with a latency only: the steady offer (the median offer of the last [`TAIL`] windows) over the latency capacity (the highest offer whose quantile meets the bound, from the model's formula) |
+//! | `to_figure` | governors only: windows until the live capacity estimate (the engine's [`crate::report::live::LiveCapacity`], fed each window's outcome) has a figure within ±[`FIGURE_BAND`] (10 %) of the true capacity and keeps one in every later window: the first window `t` from which every figure is in band, counted as `t + 1`; *never* when the last window's is not. The true capacity is `C_t`, or the latency capacity for a governor with the latency bound |
+//! | `touches` | wall touches: maximal runs of consecutive windows whose failure fraction is above `high` (a window without attempts ends a run) |
+//! | `failed_per_touch` | the failed attempts in those windows over the number of touches (0 for a run that never touches the wall) |
 //!
 //! Over seeds: the median (the mean of the middle two for an even count)
 //! and the p90 (nearest rank: the `ceil(0.9 n)`-th smallest). A `converge`
@@ -37,6 +40,9 @@ pub const CONVERGE_HOLD: usize = 5;
 pub const CAPACITY_CHANGE: f64 = 0.10;
 /// Windows at the end of the run that `cv` and `reversals` look at.
 pub const TAIL: usize = 40;
+/// Half-width of the band around the true capacity that a capacity figure
+/// must stay within for `to_figure`.
+pub const FIGURE_BAND: f64 = 0.10;
 
 /// One run, window by window.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,6 +65,14 @@ pub struct Trace {
     /// The latency capacity: the highest offer whose quantile meets the
     /// bound, from the model's formula (models with a latency).
     pub latency_capacity: Option<f64>,
+    /// The declared failure bound: a window over it touches the wall.
+    pub high: f64,
+    /// The live capacity figure after each window (governors only:
+    /// `None` for the other controllers).
+    pub figures: Option<Vec<Option<f64>>>,
+    /// Whether the figures estimate the latency capacity (a governor with
+    /// the latency bound) rather than `capacity`.
+    pub figures_of_latency: bool,
 }
 
 impl Trace {
@@ -93,12 +107,20 @@ pub struct RunMetrics {
     pub over_bound: Option<f64>,
     /// Steady offer over the latency capacity (models with a latency).
     pub latency_ratio: Option<f64>,
+    /// Windows to a capacity figure that stays within the band: `None` for
+    /// a controller without an estimate, `Some(None)` for never.
+    pub to_figure: Option<Option<f64>>,
+    /// Wall touches.
+    pub touches: f64,
+    /// Failed attempts per wall touch (0 without a touch).
+    pub failed_per_touch: f64,
 }
 
 /// Scores `run` against the oracle's run on the same model and seed.
 pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
     let oracle_successes = oracle.successes() as f64;
     let (downs, false_downs) = downs(&run.offers, &run.capacity);
+    let (touches, touch_failures) = wall_touches(&run.attempts, &run.failures, run.high);
     RunMetrics {
         converge: converge(&run.offers, &oracle.offers, &oracle.capacity),
         failed: run.failures.iter().sum::<u64>() as f64,
@@ -119,7 +141,51 @@ pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
         latency_ratio: run
             .latency_capacity
             .and_then(|cap| steady_offer(&run.offers).map(|o| o / cap)),
+        to_figure: run.figures.as_ref().map(|figures| {
+            let truth: Vec<f64> = match run.latency_capacity {
+                Some(cap) if run.figures_of_latency => vec![cap; figures.len()],
+                _ => run.capacity.clone(),
+            };
+            to_figure(figures, &truth)
+        }),
+        touches: touches as f64,
+        failed_per_touch: if touches > 0 {
+            touch_failures as f64 / touches as f64
+        } else {
+            0.0
+        },
     }
+}
+
+/// `to_figure`: windows until every later figure is within
+/// ±[`FIGURE_BAND`] of the truth (`t + 1` for the first such window `t`),
+/// or `None` (never) when the last one is not.
+pub fn to_figure(figures: &[Option<f64>], truth: &[f64]) -> Option<f64> {
+    let len = figures.len().min(truth.len());
+    let in_band =
+        |t: usize| figures[t].is_some_and(|f| (f - truth[t]).abs() <= FIGURE_BAND * truth[t]);
+    let first = (0..len).rev().take_while(|&t| in_band(t)).last()?;
+    Some((first + 1) as f64)
+}
+
+/// `(touches, failed)`: the wall touches (maximal runs of windows whose
+/// failure fraction is above `high`; a window without attempts ends one)
+/// and the failed attempts in their windows.
+pub fn wall_touches(attempts: &[u64], failures: &[u64], high: f64) -> (u64, u64) {
+    let mut touches = 0;
+    let mut failed = 0;
+    let mut touching = false;
+    for (&n, &f) in attempts.iter().zip(failures) {
+        let over = n > 0 && f as f64 / n as f64 > high;
+        if over {
+            failed += f;
+            if !touching {
+                touches += 1;
+            }
+        }
+        touching = over;
+    }
+    (touches, failed)
 }
 
 /// The share of windows with a quantile whose quantile is above `bound`
@@ -401,6 +467,62 @@ mod tests {
         assert_eq!(m.cv, 0.0);
         assert_eq!(m.memory_clears, Some(2.0));
         assert_eq!((m.over_bound, m.latency_ratio), (None, None));
+        // High 0 (the default trace's): every failing window is over it,
+        // and the ten make one touch.
+        assert_eq!((m.touches, m.failed_per_touch), (1.0, 2000.0));
+        assert_eq!(m.to_figure, None, "no estimate, no figure time");
+    }
+
+    #[test]
+    fn to_figure_counts_windows_until_the_figure_stays_in_band() {
+        let truth = [100.0; 8];
+        // In band from window 3 on (95 and 110 are within ±10 %).
+        let figures = [
+            None,
+            Some(50.0),
+            Some(80.0),
+            Some(95.0),
+            Some(110.0),
+            Some(100.0),
+            Some(91.0),
+            Some(100.0),
+        ];
+        assert_eq!(to_figure(&figures, &truth), Some(4.0));
+        // In band early, lost, back: counted from the return.
+        let figures = [
+            Some(100.0),
+            Some(100.0),
+            None,
+            Some(100.0),
+            Some(100.0),
+            Some(100.0),
+            Some(100.0),
+            Some(100.0),
+        ];
+        assert_eq!(to_figure(&figures, &truth), Some(4.0));
+        // Out of band at the end: never.
+        let figures = [Some(100.0); 7]
+            .into_iter()
+            .chain([Some(111.0)])
+            .collect::<Vec<_>>();
+        assert_eq!(to_figure(&figures, &truth), None);
+        assert_eq!(to_figure(&[None; 8], &truth), None);
+        // The truth may move: the band follows it.
+        assert_eq!(
+            to_figure(&[Some(50.0), Some(100.0)], &[50.0, 100.0]),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn wall_touches_are_runs_of_windows_over_high() {
+        let attempts = [100, 100, 100, 100, 0, 100, 100, 100];
+        let failures = [0, 10, 20, 0, 0, 6, 0, 5];
+        // Over 5 %: windows 1-2 (one touch), 5 (another); 5 of 100 is not over.
+        assert_eq!(wall_touches(&attempts, &failures, 0.05), (2, 36));
+        // A window without attempts ends a touch.
+        assert_eq!(wall_touches(&[100, 0, 100], &[50, 0, 50], 0.05), (2, 100));
+        assert_eq!(wall_touches(&[100; 3], &[0; 3], 0.05), (0, 0));
     }
 
     #[test]

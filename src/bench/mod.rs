@@ -81,8 +81,8 @@ pub const NOISY_ATTEMPTS_AT_CAPACITY: f64 = 30.0;
 pub const MIN_WINDOWS: usize = 60;
 /// The goodput share of the oracle's that counts as reaching capacity.
 pub const GOAL_GOODPUT: f64 = 0.90;
-/// How much lower than the default's the robust profile's goodput may be,
-/// on any model.
+/// How much lower than the seed's the robust profile's goodput may be,
+/// on any model (robust's goal only).
 pub const GOAL_SLACK: f64 = 0.02;
 /// With the latency bound on, the steady offer stays within this share of
 /// the latency capacity.
@@ -118,8 +118,9 @@ pub struct BenchArgs {
     /// How to print the results.
     #[arg(long, value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
-    /// Keep only the governor of this profile (`governor` for default,
-    /// `governor-robust` for robust) [default: both].
+    /// Keep only the governor of this profile (`governor` for seed,
+    /// `governor-robust` for robust, `governor-gentle` for gentle)
+    /// [default: all three].
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
     /// Instead of the metrics, print every window of this seed's runs as
@@ -168,6 +169,10 @@ pub struct BenchPlan {
     pub seeds: u64,
     /// Windows per run.
     pub windows: usize,
+    /// Whether the governors keep the live capacity estimate (the
+    /// `to_figure` metric): on for the command, off where only the goals
+    /// are read (it costs about 8 µs a governor window).
+    pub figures: bool,
 }
 
 impl BenchArgs {
@@ -193,20 +198,17 @@ impl BenchArgs {
         controllers.sort();
         controllers.dedup();
         if let Some(profile) = self.profile {
-            // Each pair: (default, robust), without and with the latency bound.
-            for (default, robust) in [
-                (ControllerKind::Governor, ControllerKind::GovernorRobust),
-                (
-                    ControllerKind::GovernorLatency,
-                    ControllerKind::GovernorRobustLatency,
-                ),
-            ] {
-                let (keep, drop) = match profile {
-                    Profile::Default => (default, robust),
-                    Profile::Robust => (robust, default),
+            // Per latency bound (off, on): the governors of other profiles
+            // give way to this profile's, which runs if any governor did.
+            for latency in [false, true] {
+                let keep = ControllerKind::governor(profile, latency);
+                let is_rival = |c: &ControllerKind| {
+                    c.profile().is_some() && c.needs_latency() == latency && *c != keep
                 };
-                let had_governor = controllers.contains(&drop) || controllers.contains(&keep);
-                controllers.retain(|c| *c != drop);
+                let had_governor = controllers
+                    .iter()
+                    .any(|c| c.profile().is_some() && c.needs_latency() == latency);
+                controllers.retain(|c| !is_rival(c));
                 if had_governor && !controllers.contains(&keep) {
                     controllers.push(keep);
                     controllers.sort();
@@ -218,6 +220,7 @@ impl BenchArgs {
             controllers,
             seeds: self.seeds,
             windows: self.windows,
+            figures: true,
         })
     }
 }
@@ -279,6 +282,11 @@ pub fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, windows: usiz
         latency: Vec::with_capacity(if has_latency { windows } else { 0 }),
         latency_bound: has_latency.then_some(LATENCY_BOUND),
         latency_capacity: latency_capacity(&cfg),
+        high: HIGH,
+        figures: controller
+            .capacity_figure()
+            .map(|_| Vec::with_capacity(windows)),
+        figures_of_latency: controller.reads_latency(),
     };
     // The bench builds only valid configs.
     let mut model = TargetModel::new(cfg).expect("the bench's model configs are valid");
@@ -304,6 +312,11 @@ pub fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, windows: usiz
             failures: r.failures,
             latency,
         });
+        if let (Some(figures), Some(figure)) =
+            (trace.figures.as_mut(), controller.capacity_figure())
+        {
+            figures.push(figure);
+        }
     }
     trace.memory_clears = controller.memory_clears();
     trace
@@ -372,6 +385,30 @@ impl Row {
     pub fn latency_ratio(&self) -> Summary {
         self.summary(|m| m.latency_ratio)
     }
+    /// `to_figure` over seeds (`None` for a controller without an
+    /// estimate).
+    pub fn to_figure(&self) -> Option<Summary> {
+        self.figure_times().map(|v| metrics::summarize(&v))
+    }
+    /// The share of runs whose `to_figure` is never (`None` for a
+    /// controller without an estimate).
+    pub fn never_figure(&self) -> Option<f64> {
+        self.figure_times()
+            .map(|v| v.iter().filter(|t| t.is_none()).count() as f64 / v.len() as f64)
+    }
+    /// Every run's `to_figure`, when the controller kept an estimate.
+    fn figure_times(&self) -> Option<Vec<Option<f64>>> {
+        let v: Option<Vec<Option<f64>>> = self.runs.iter().map(|m| m.to_figure).collect();
+        v.filter(|v| !v.is_empty())
+    }
+    /// `touches` over seeds.
+    pub fn touches(&self) -> Summary {
+        self.summary(|m| Some(m.touches))
+    }
+    /// `failed_per_touch` over seeds.
+    pub fn failed_per_touch(&self) -> Summary {
+        self.summary(|m| Some(m.failed_per_touch))
+    }
 }
 
 /// The whole bench.
@@ -409,6 +446,9 @@ pub fn run(plan: &BenchPlan) -> Report {
                     oracle_trace.clone()
                 } else {
                     let mut c = row.controller.build(&p);
+                    if plan.figures {
+                        c.keep_figures();
+                    }
                     simulate(c.as_mut(), cfg.clone(), plan.windows)
                 };
                 row.runs.push(metrics::measure(&trace, &oracle_trace));
@@ -535,6 +575,23 @@ pub struct JsonRow {
     /// `latency_ratio` p90 (models with a latency only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ratio_p90: Option<f64>,
+    /// `touches` median.
+    pub touches_median: Option<f64>,
+    /// `touches` p90.
+    pub touches_p90: Option<f64>,
+    /// `failed_per_touch` median.
+    pub failed_per_touch_median: Option<f64>,
+    /// `failed_per_touch` p90.
+    pub failed_per_touch_p90: Option<f64>,
+    /// `to_figure` median (governors only; `null` for never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_figure_median: Option<Option<f64>>,
+    /// `to_figure` p90 (governors only; `null` for never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_figure_p90: Option<Option<f64>>,
+    /// The share of runs whose `to_figure` is never (governors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_figure_never: Option<f64>,
 }
 
 impl JsonRow {
@@ -577,6 +634,13 @@ impl JsonRow {
             over_bound_p90: row.over_bound().p90.map(round4),
             latency_ratio_median: row.latency_ratio().median.map(round4),
             latency_ratio_p90: row.latency_ratio().p90.map(round4),
+            touches_median: row.touches().median,
+            touches_p90: row.touches().p90,
+            failed_per_touch_median: row.failed_per_touch().median.map(round4),
+            failed_per_touch_p90: row.failed_per_touch().p90.map(round4),
+            to_figure_median: row.to_figure().map(|s| s.median),
+            to_figure_p90: row.to_figure().map(|s| s.p90),
+            to_figure_never: row.never_figure().map(round4),
         }
     }
 }
@@ -679,46 +743,95 @@ pub fn render_table(report: &Report) -> String {
         markdown(&mut out, &header, &rows);
     }
 
-    let goals = goals(report);
-    if !goals.is_empty() {
-        out.push_str(
-            "\nThe robust profile's goals (medians; fewest failures is among the non-oracle \
-             controllers with goodput >= 0.90; goodput at most 2 % below the default's):\n\n",
-        );
-        let header = [
-            "model",
-            "robust goodput",
-            ">= 0.90",
-            "robust failed",
-            "fewest failed (>= 0.90)",
-            "fewest",
-            "vs default: goodput, failed",
-            "within 2 %",
-            "goal met",
-        ];
-        let rows: Vec<Vec<String>> = goals
-            .iter()
-            .map(|g| {
-                vec![
-                    g.model.to_string(),
-                    format!("{:.3}", g.robust_goodput),
-                    yes_no(g.reaches_goodput),
-                    format!("{:.0}", g.robust_failed),
-                    g.fewest_failed
-                        .map_or("-".to_owned(), |(c, f)| format!("{c} {f:.0}")),
-                    yes_no(g.has_fewest_failed),
-                    g.vs_default.map_or("-".to_owned(), |(gp, f)| {
-                        format!("{:+.1} %, {:+.1} %", gp * 100.0, f * 100.0)
-                    }),
-                    g.within_slack.map_or("-".to_owned(), yes_no),
-                    yes_no(g.met),
-                ]
-            })
-            .collect();
-        markdown(&mut out, &header, &rows);
+    render_touches(&mut out, report);
+    for profile in [Profile::Robust, Profile::Gentle] {
+        render_goals(&mut out, &goals_of(report, profile), profile);
     }
     render_latency(&mut out, report);
     out
+}
+
+/// The wall touches and the time to a capacity figure, in [`render_table`].
+fn render_touches(out: &mut String, report: &Report) {
+    out.push_str(
+        "\nWall touches (runs of windows over high) and the live capacity figure: median / p90; \
+         to figure: windows until the figure is within ±10 % of the true capacity for good \
+         (governors only), never: the share of runs where that never happens.\n\n",
+    );
+    let header = [
+        "model",
+        "controller",
+        "touches",
+        "failed / touch",
+        "to figure",
+        "never",
+    ];
+    let rows: Vec<Vec<String>> = report
+        .rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.model.to_string(),
+                row.controller.to_string(),
+                pair(row.touches(), 0),
+                pair(row.failed_per_touch(), 0),
+                row.to_figure().map_or("-".to_owned(), |s| pair(s, 0)),
+                row.never_figure()
+                    .map_or("-".to_owned(), |n| format!("{:.0} %", n * 100.0)),
+            ]
+        })
+        .collect();
+    markdown(out, &header, &rows);
+}
+
+/// One profile's goal table in [`render_table`], when its governor ran.
+fn render_goals(out: &mut String, goals: &[Goal], profile: Profile) {
+    if goals.is_empty() {
+        return;
+    }
+    let slack = if profile == Profile::Robust {
+        "; goodput at most 2 % below the seed's"
+    } else {
+        ""
+    };
+    let _ = write!(
+        out,
+        "\nThe {profile} profile's goals (medians; fewest failures is among the non-oracle \
+         controllers with goodput >= 0.90{slack}):\n\n"
+    );
+    let own_goodput = format!("{profile} goodput");
+    let own_failed = format!("{profile} failed");
+    let header = [
+        "model",
+        own_goodput.as_str(),
+        ">= 0.90",
+        own_failed.as_str(),
+        "fewest failed (>= 0.90)",
+        "fewest",
+        "vs seed: goodput, failed",
+        "within 2 %",
+        "goal met",
+    ];
+    let rows: Vec<Vec<String>> = goals
+        .iter()
+        .map(|g| {
+            vec![
+                g.model.to_string(),
+                format!("{:.3}", g.goodput),
+                yes_no(g.reaches_goodput),
+                format!("{:.0}", g.failed),
+                g.fewest_failed
+                    .map_or("-".to_owned(), |(c, f)| format!("{c} {f:.0}")),
+                yes_no(g.has_fewest_failed),
+                g.vs_seed.map_or("-".to_owned(), |(gp, f)| {
+                    format!("{:+.1} %, {:+.1} %", gp * 100.0, f * 100.0)
+                }),
+                g.within_slack.map_or("-".to_owned(), yes_no),
+                yes_no(g.met),
+            ]
+        })
+        .collect();
+    markdown(out, &header, &rows);
 }
 
 /// The latency section of [`render_table`], when a model with a latency ran.
@@ -882,77 +995,102 @@ fn markdown(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-/// The robust profile's goals on one model, from the medians.
+/// A governor profile's goals on one model, from the medians.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Goal {
     /// The model.
     pub model: ModelKind,
-    /// `governor-robust`'s median goodput.
-    pub robust_goodput: f64,
+    /// The profile held to the goal (robust or gentle).
+    pub profile: Profile,
+    /// Its governor's median goodput.
+    pub goodput: f64,
     /// Whether it reaches [`GOAL_GOODPUT`].
     pub reaches_goodput: bool,
-    /// `governor-robust`'s median failed attempts.
-    pub robust_failed: f64,
-    /// The controller with the fewest median failures among the
-    /// controllers that reach [`GOAL_GOODPUT`], but for the oracle and the
-    /// `-latency` governors (which see more than failures).
+    /// Its governor's median failed attempts.
+    pub failed: f64,
+    /// The controller with the fewest median failures among its rivals
+    /// that reach [`GOAL_GOODPUT`]: every controller but the oracle, the
+    /// `-latency` governors (which see more than failures) and the
+    /// governors of profiles introduced after this one ([`Profile::ALL`]:
+    /// robust's goal, set before gentle existed, keeps its meaning).
     pub fewest_failed: Option<(ControllerKind, f64)>,
-    /// Whether that is the robust profile (ties count for it).
+    /// Whether that is this profile (ties count for it).
     pub has_fewest_failed: bool,
-    /// Relative change against the default governor: (goodput, failed);
-    /// for failed, positive is worse.
-    pub vs_default: Option<(f64, f64)>,
-    /// Whether the goodput is at most [`GOAL_SLACK`] below the default's
-    /// (`None` when the default did not run).
+    /// Relative change against the seed governor: (goodput, failed); for
+    /// failed, positive is worse.
+    pub vs_seed: Option<(f64, f64)>,
+    /// Robust only: whether the goodput is at most [`GOAL_SLACK`] below the
+    /// seed's (`None` for gentle, or when the seed did not run).
     pub within_slack: Option<bool>,
     /// The whole goal: reaches [`GOAL_GOODPUT`], has the fewest failures
-    /// among those that do, and stays within the slack of the default.
+    /// among the rivals that do, and (robust) stays within the slack of the
+    /// seed.
     pub met: bool,
 }
 
-/// The goal check per model, when `governor-robust` ran.
+/// The goal check per model for every profile but the seed whose governor
+/// ran: robust's first, then gentle's.
 pub fn goals(report: &Report) -> Vec<Goal> {
+    Profile::ALL
+        .into_iter()
+        .filter(|p| *p != Profile::Seed)
+        .flat_map(|p| goals_of(report, p))
+        .collect()
+}
+
+/// The goal check per model for `profile`, when its governor ran.
+pub fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
+    let rank = |p: Profile| Profile::ALL.iter().position(|q| *q == p);
     let mut out = Vec::new();
     for &model in &report.plan.models {
         let rows: Vec<&Row> = report.rows.iter().filter(|r| r.model == model).collect();
         let find = |c: ControllerKind| rows.iter().find(|r| r.controller == c);
-        let Some(robust) = find(ControllerKind::GovernorRobust) else {
+        let Some(own) = find(ControllerKind::governor(profile, false)) else {
             continue;
         };
         let med = |s: Summary| s.median.unwrap_or(f64::NAN);
-        let robust_goodput = med(robust.goodput());
-        let robust_failed = med(robust.failed());
-        // Rivals see what the robust profile sees: failures only (not the
-        // oracle, not the `-latency` governors).
+        let goodput = med(own.goodput());
+        let failed = med(own.failed());
+        // Rivals see what the profile sees: failures only (not the oracle,
+        // not the `-latency` governors), and were there when its goal was
+        // set.
         let fewest_failed = rows
             .iter()
             .filter(|r| r.controller != ControllerKind::Oracle && !r.controller.needs_latency())
+            .filter(|r| {
+                r.controller
+                    .profile()
+                    .is_none_or(|p| rank(p) <= rank(profile))
+            })
             .filter(|r| med(r.goodput()) >= GOAL_GOODPUT)
             .map(|r| (r.controller, med(r.failed())))
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        let has_fewest_failed = robust_goodput >= GOAL_GOODPUT
-            && fewest_failed.is_some_and(|(_, f)| robust_failed <= f);
-        let vs_default = find(ControllerKind::Governor).map(|d| {
+        let has_fewest_failed =
+            goodput >= GOAL_GOODPUT && fewest_failed.is_some_and(|(_, f)| failed <= f);
+        let vs_seed = find(ControllerKind::Governor).map(|d| {
             let (dg, df) = (med(d.goodput()), med(d.failed()));
-            let failed = if df > 0.0 {
-                robust_failed / df - 1.0
-            } else if robust_failed > 0.0 {
+            let more_failed = if df > 0.0 {
+                failed / df - 1.0
+            } else if failed > 0.0 {
                 f64::INFINITY
             } else {
                 0.0
             };
-            (robust_goodput / dg - 1.0, failed)
+            (goodput / dg - 1.0, more_failed)
         });
-        let within_slack = vs_default.map(|(g, _)| g >= -GOAL_SLACK);
+        let within_slack = vs_seed
+            .filter(|_| profile == Profile::Robust)
+            .map(|(g, _)| g >= -GOAL_SLACK);
         out.push(Goal {
             met: has_fewest_failed && within_slack != Some(false),
             model,
-            robust_goodput,
-            reaches_goodput: robust_goodput >= GOAL_GOODPUT,
-            robust_failed,
+            profile,
+            goodput,
+            reaches_goodput: goodput >= GOAL_GOODPUT,
+            failed,
             fewest_failed,
             has_fewest_failed,
-            vs_default,
+            vs_seed,
             within_slack,
         });
     }

@@ -200,7 +200,7 @@ fn profile_keeps_one_governor() {
         vec![ControllerKind::GovernorRobust, ControllerKind::Aimd]
     );
     let plan = BenchArgs {
-        profile: Some(Profile::Default),
+        profile: Some(Profile::Seed),
         controllers: vec![ControllerKind::Aimd],
         ..BenchArgs::default()
     }
@@ -244,16 +244,25 @@ fn table_names_every_row_and_the_goals() {
         assert!(found, "{} {} missing:\n{text}", row.model, row.controller);
     }
     assert!(text.contains("The robust profile's goals"));
+    assert!(text.contains("The gentle profile's goals"));
+    assert!(text.contains("Wall touches"));
     let g = goals(&report);
-    assert_eq!(g.len(), ModelKind::ALL.len());
+    assert_eq!(g.len(), 2 * ModelKind::ALL.len(), "robust's, then gentle's");
     for goal in &g {
-        assert!(
-            goal.within_slack.is_some(),
-            "every model is held to the default"
-        );
+        // Only robust is held to the seed's goodput.
+        let robust = goal.profile == Profile::Robust;
+        assert_eq!(goal.within_slack.is_some(), robust, "{goal:?}");
         assert_eq!(
             goal.met,
-            goal.has_fewest_failed && goal.within_slack == Some(true)
+            goal.has_fewest_failed && goal.within_slack != Some(false)
+        );
+    }
+    // The figure time is shown for the governors only.
+    for row in &report.rows {
+        assert_eq!(
+            row.to_figure().is_some(),
+            row.controller.is_governor(),
+            "{row:?}"
         );
     }
 }
@@ -272,6 +281,9 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
         memory_clears: None,
         over_bound: None,
         latency_ratio: None,
+        to_figure: None,
+        touches: 0.0,
+        failed_per_touch: 0.0,
     };
     let row = |controller, goodput, failed| Row {
         model: ModelKind::Cliff,
@@ -285,25 +297,38 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
             controllers: vec![],
             seeds: 1,
             windows: 100,
+            figures: false,
         },
         rows: vec![
             row(ControllerKind::Governor, 0.95, 1000.0),
             row(ControllerKind::GovernorRobust, 0.93, 1040.0),
+            row(ControllerKind::GovernorGentle, 0.92, 850.0),
             row(ControllerKind::Aimd, 0.80, 10.0), // below 0.90: not a rival
             row(ControllerKind::Cubic, 0.91, 900.0),
             row(ControllerKind::Oracle, 1.0, 0.0), // the reference: not a rival
         ],
     };
-    let g = &goals(&report)[0];
+    let g = &goals_of(&report, Profile::Robust)[0];
     assert!(g.reaches_goodput);
+    // Gentle came after robust's goal was set: not robust's rival.
     assert_eq!(g.fewest_failed, Some((ControllerKind::Cubic, 900.0)));
     assert!(!g.has_fewest_failed);
-    let (dg, df) = g.vs_default.unwrap();
+    let (dg, df) = g.vs_seed.unwrap();
     assert!((dg - (0.93 / 0.95 - 1.0)).abs() < 1e-12);
     assert!((df - 0.04).abs() < 1e-12);
-    // 0.93 is 2.1 % below the default's 0.95: outside the 2 % slack.
+    // 0.93 is 2.1 % below the seed's 0.95: outside the 2 % slack.
     assert_eq!(g.within_slack, Some(false));
     assert!(!g.met);
+    // Gentle's rivals include robust; it has the fewest failures, and no
+    // slack applies.
+    let g = &goals_of(&report, Profile::Gentle)[0];
+    assert_eq!(
+        g.fewest_failed,
+        Some((ControllerKind::GovernorGentle, 850.0))
+    );
+    assert_eq!(g.within_slack, None);
+    assert!(g.met);
+    assert_eq!(goals(&report).len(), 2);
 }
 
 #[test]
@@ -335,27 +360,32 @@ fn trace_prints_every_window_of_one_seed() {
     assert_eq!(text, render_trace(&plan, 5), "deterministic");
 }
 
-/// The goals per model of a full bench run (every model, every controller).
+/// The goals per model of a full bench run (every model, every
+/// controller), robust's then gentle's; without the live estimate, which
+/// the goals do not read.
 fn goals_at(windows: usize, seeds: u64) -> Vec<Goal> {
-    let plan = BenchArgs {
-        seeds,
-        windows,
-        ..BenchArgs::default()
-    }
-    .plan()
-    .unwrap();
+    let plan = BenchPlan {
+        figures: false,
+        ..BenchArgs {
+            seeds,
+            windows,
+            ..BenchArgs::default()
+        }
+        .plan()
+        .unwrap()
+    };
     goals(&run(&plan))
 }
 
-/// Which models miss the robust profile's goal, with the numbers that say why.
+/// Which models miss a profile's goal, with the numbers that say why.
 fn misses(goals: &[Goal]) -> Vec<String> {
     goals
         .iter()
         .filter(|g| !g.met)
         .map(|g| {
             format!(
-                "{}: goodput {:.3}, failed {:.0}, fewest {:?}, vs default {:?}",
-                g.model, g.robust_goodput, g.robust_failed, g.fewest_failed, g.vs_default
+                "{} {}: goodput {:.3}, failed {:.0}, fewest {:?}, vs seed {:?}",
+                g.profile, g.model, g.goodput, g.failed, g.fewest_failed, g.vs_seed
             )
         })
         .collect()
@@ -364,12 +394,13 @@ fn misses(goals: &[Goal]) -> Vec<String> {
 /// Issue 14's goal, from the bench itself: at 150 windows, on every model,
 /// the robust profile reaches 0.90 of the oracle's goodput, has the fewest
 /// failed attempts of all controllers that do, and stays within 2 % of the
-/// default's goodput.
+/// seed's goodput. Issue 26's for gentle, the default: 0.90 and the fewest
+/// failed attempts of all controllers that reach it, robust included.
 #[test]
-fn the_robust_profile_meets_the_goal_on_every_model_at_150_windows() {
+fn the_robust_and_gentle_profiles_meet_the_goal_on_every_model_at_150_windows() {
     for seeds in [30, 100] {
         let goals = goals_at(150, seeds);
-        assert_eq!(goals.len(), ModelKind::ALL.len());
+        assert_eq!(goals.len(), 2 * ModelKind::ALL.len());
         let missed = misses(&goals);
         assert!(missed.is_empty(), "150 windows, {seeds} seeds: {missed:#?}");
     }
@@ -379,12 +410,12 @@ fn the_robust_profile_meets_the_goal_on_every_model_at_150_windows() {
 /// `+1` a window never overshoots: the five models where it used to fail
 /// less than robust (`warming`, `metastable`, `retry-churn`, `fast-fail`,
 /// `queueing`) are the ones this test watches most, but the goal must hold
-/// on every model.
+/// on every model, for robust and for gentle.
 #[test]
-fn the_robust_profile_meets_the_goal_on_every_model_at_600_windows() {
+fn the_robust_and_gentle_profiles_meet_the_goal_on_every_model_at_600_windows() {
     for seeds in [30, 100] {
         let goals = goals_at(600, seeds);
-        assert_eq!(goals.len(), ModelKind::ALL.len());
+        assert_eq!(goals.len(), 2 * ModelKind::ALL.len());
         let missed = misses(&goals);
         assert!(missed.is_empty(), "600 windows, {seeds} seeds: {missed:#?}");
     }
@@ -462,7 +493,7 @@ fn queueing_report(windows: usize, seeds: u64) -> Report {
     run(&plan)
 }
 
-/// Item 5's goal: on `queueing`, with the latency bound on, both profiles
+/// Item 5's goal: on `queueing`, with the latency bound on, every profile
 /// settle within ±20 % of the latency capacity (1.678 C for p99 <= 2.5
 /// base) and spend at most 5 % of windows over the bound; with it off they
 /// climb on to the client timeout, far past the bound. Ratios only.
@@ -471,7 +502,7 @@ fn the_latency_bound_meets_its_goal_on_queueing() {
     for (windows, seeds) in [(150, 30), (150, 100), (600, 30), (600, 100)] {
         let report = queueing_report(windows, seeds);
         let goals = latency_goals(&report);
-        assert_eq!(goals.len(), 2, "both profiles");
+        assert_eq!(goals.len(), 3, "every profile");
         for g in &goals {
             assert!(g.met, "{windows} x {seeds}: {g:?}");
         }
@@ -483,6 +514,10 @@ fn the_latency_bound_meets_its_goal_on_queueing() {
                 ControllerKind::GovernorRobust,
                 ControllerKind::GovernorRobustLatency,
             ),
+            (
+                ControllerKind::GovernorGentle,
+                ControllerKind::GovernorGentleLatency,
+            ),
         ] {
             let (off, on) = (row(off), row(on));
             let ratio = med(off.latency_ratio());
@@ -492,7 +527,7 @@ fn the_latency_bound_meets_its_goal_on_queueing() {
                 assert!((1.4..1.7).contains(&ratio), "{}: {ratio}", off.controller);
                 assert!(med(off.failed()) > 0.0);
             } else {
-                // Robust, off: its plateau rule stops the climb once more
+                // Robust and gentle, off: the plateau rule stops the climb once more
                 // workers add no successes (past C), well before the
                 // timeout: no failure, but still over the latency bound.
                 assert!((1.0..1.4).contains(&ratio), "{}: {ratio}", off.controller);
@@ -551,13 +586,32 @@ fn profile_keeps_one_latency_governor_too() {
         .contains(&ControllerKind::GovernorRobustLatency));
     assert!(!plan.controllers.contains(&ControllerKind::GovernorLatency));
     let plan = BenchArgs {
-        profile: Some(Profile::Default),
+        profile: Some(Profile::Seed),
         controllers: vec![ControllerKind::GovernorRobustLatency],
         ..BenchArgs::default()
     }
     .plan()
     .unwrap();
     assert_eq!(plan.controllers, vec![ControllerKind::GovernorLatency]);
+    let plan = BenchArgs {
+        profile: Some(Profile::Gentle),
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    let governors: Vec<ControllerKind> = plan
+        .controllers
+        .iter()
+        .copied()
+        .filter(|c| c.is_governor())
+        .collect();
+    assert_eq!(
+        governors,
+        vec![
+            ControllerKind::GovernorGentle,
+            ControllerKind::GovernorGentleLatency
+        ]
+    );
 }
 
 #[test]

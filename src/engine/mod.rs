@@ -405,6 +405,7 @@ impl TargetTask {
                 let reads = Box::pin(read_all(&ios, bound)).await;
                 let at = clock.elapsed().as_secs_f64();
                 let Some(breach) = core.early_breach(at, &reads) else {
+                    core.note_look(at, &reads);
                     continue;
                 };
                 (reads, Box::pin(latency).await, Some(breach), at)

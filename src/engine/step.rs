@@ -116,6 +116,11 @@ pub struct MemberState {
     last_write: WriterView,
     /// The lag in effect for this member's signal, in seconds.
     pub lag: f64,
+    /// The first look after the last write finished, while its window is
+    /// watched for an early verdict (see [`early`]).
+    early_base: Option<(crate::window::Reading, u64)>,
+    /// The writes finished before the read of the window's baseline began.
+    baseline_generation: Option<u64>,
 }
 
 impl MemberState {
@@ -139,6 +144,8 @@ impl MemberState {
             tool_max: None,
             last_write: WriterView::default(),
             lag,
+            early_base: None,
+            baseline_generation: None,
         }
     }
 
@@ -207,8 +214,8 @@ pub struct Core {
     confirmed_since_outside: bool,
     /// Another writer keeps changing the knob: hold, write nothing.
     pub conflict: bool,
-    /// Watches the default profile's windows for signatures that the
-    /// robust profile handles better (None under robust).
+    /// Watches the seed profile's windows for signatures that the
+    /// robust and gentle profiles handle better (None under them).
     advisor: Option<Advisor>,
     /// The latency bound, when one is set (single targets only).
     pub latency: Option<LatencyState>,
@@ -259,7 +266,7 @@ enum Folded {
 impl Core {
     /// A core over `gov` with no members yet.
     pub fn new(gov: ThrottleGovernor, policy: Policy) -> Self {
-        let advisor = (gov.profile() == Profile::Default).then(|| Advisor::new(gov.params()));
+        let advisor = (gov.profile() == Profile::Seed).then(|| Advisor::new(gov.params()));
         Core {
             advisor,
             gov,
@@ -468,6 +475,7 @@ impl Core {
                 continue;
             };
             let m = self.members.get_mut(&name).expect("member of the core");
+            m.early_base = None;
             m.since_reset = m.since_reset.map(|n| n.saturating_add(1));
             let finished_since = r.after.generation != m.seen_generation;
             let busy =
@@ -598,7 +606,16 @@ impl Core {
             m.committed = reported;
             let baseline_at = m.window.baseline().map(|b| b.at_secs);
             let reading = counters.reading(at);
-            match m.window.observe(reading) {
+            let observed = m.window.observe(reading);
+            // The reading is the next baseline unless it was refused.
+            m.baseline_generation = match (&observed, r.before.busy()) {
+                (Err(_), _) => m.baseline_generation,
+                (Ok(_), false) if r.before.generation == r.after.generation => {
+                    Some(r.before.generation)
+                }
+                (Ok(_), _) => None,
+            };
+            match observed {
                 Ok(WindowOutcome::Window(w)) => {
                     valid_reads += 1;
                     folded = Some(Folded::Window);
@@ -775,6 +792,8 @@ impl Core {
         let decided = contributors > 0 && !unknown;
         let early = self.closing.filter(|_| decided);
         if let Some(b) = early {
+            // The early window starts after the write (see [`early`]).
+            sum = (b.attempts, b.failures);
             ev.push(Event::EarlyVerdict {
                 attempts: sum.0,
                 failures: sum.1,

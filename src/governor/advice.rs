@@ -1,10 +1,12 @@
-//! Profile advice: recognise, from the windows the default profile decides,
-//! the signatures that the `robust` profile handles better, and say so once.
+//! Profile advice: recognise, from the windows the seed profile decides,
+//! the signatures that robust's rules (the `robust` profile, and `gentle`,
+//! the default, which shares them) handle better, and say so once.
 //!
-//! Why it exists: `profile = "robust"` is opt-in (the default must stay
-//! exactly `GOVERNOR.md`), so a user whose target shows tiny samples,
-//! lagged failures or load-independent failure bursts would never learn that
-//! the default is costing them goodput or failures. This detector watches
+//! Why it exists: a config that names `profile = "seed"` (or its old
+//! spelling `"default"`) gets exactly `GOVERNOR.md`, so a user whose target
+//! shows tiny samples, lagged failures or load-independent failure bursts
+//! would never learn that the seed rules are costing them goodput or
+//! failures. This detector watches
 //! the windows one at a time and returns at most one [`Advice`], with a
 //! human reason, for the live loop to log.
 //!
@@ -94,7 +96,8 @@ impl fmt::Display for Signature {
     }
 }
 
-/// A suggestion to try `profile = "robust"`.
+/// A suggestion to leave the seed rules: drop `profile` for the default
+/// `gentle`, or try `profile = "robust"`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Advice {
     /// What was seen.
@@ -107,7 +110,7 @@ impl fmt::Display for Advice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}: {}; try profile = \"robust\"",
+            "{}: {}; remove `profile` for the default \"gentle\", or try profile = \"robust\"",
             self.signature, self.reason
         )
     }

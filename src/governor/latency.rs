@@ -50,7 +50,7 @@
 
 use serde::Serialize;
 
-use super::{Decision, HoldReason, Mode, Outcome, Profile, Signal, Threshold, ThrottleGovernor};
+use super::{Decision, HoldReason, Mode, Outcome, Signal, Threshold, ThrottleGovernor};
 
 /// The default clean level of a latency bound, as a fraction of the bound.
 pub const DEFAULT_LOW_FRACTION: f64 = 0.8;
@@ -146,7 +146,7 @@ impl ThrottleGovernor {
         let lat_breach = lat.observed.is_some_and(|o| o > lat.bound);
         let lat_clean = lat.observed.is_some_and(|o| o < lat.low);
         let fail_breach = frac > p.high;
-        let robust = self.profile == Profile::Robust;
+        let robust = self.profile.robust_tunables().is_some();
 
         if !lat_breach && (lat_clean || fail_breach) {
             // Latency does not bind: the failure rules decide, unchanged
@@ -170,7 +170,7 @@ impl ThrottleGovernor {
             return self.annotate(o, lat, true);
         }
 
-        // The default profile's memory step, with clean = both clean.
+        // The seed profile's memory step, with clean = both clean.
         let memory_cleared = !robust && self.memory_step(frac < p.low && lat_clean, from);
         let signal = self.signal_of(attempts, failures);
         if lat_breach {
@@ -246,7 +246,7 @@ impl ThrottleGovernor {
         }
         self.state.current = to;
         self.last_up = Some((from, to));
-        if self.profile == Profile::Robust {
+        if self.profile.robust_tunables().is_some() {
             self.robust_offer_changed();
         }
         let signal = self.signal_of(attempts, failures);
@@ -278,7 +278,7 @@ impl ThrottleGovernor {
                 self.state.last_bad = Some(from);
                 self.state.current = to;
                 self.last_up = None;
-                if self.profile == Profile::Robust {
+                if self.profile.robust_tunables().is_some() {
                     self.robust_offer_changed();
                 }
                 self.outcome(
@@ -321,7 +321,7 @@ impl ThrottleGovernor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::governor::{Control, Params};
+    use crate::governor::{Control, Params, Profile};
     use proptest::prelude::*;
 
     fn gov(ceiling: f64) -> ThrottleGovernor {
@@ -408,7 +408,7 @@ mod tests {
             let profile = if robust {
                 Profile::Robust
             } else {
-                Profile::Default
+                Profile::Seed
             };
             let mut g = ThrottleGovernor::with_profile(p, profile);
             g.set_current(16.0);
@@ -507,7 +507,7 @@ mod tests {
             windows in proptest::collection::vec((0.0f64..500.0, 0.0f64..1.0, proptest::option::of(1.0f64..200.0)), 1..80),
         ) {
             let p = Params::new(Control::Concurrency, Some(150.0), 1.0, None, 0.05, None).unwrap();
-            let profile = if robust { Profile::Robust } else { Profile::Default };
+            let profile = if robust { Profile::Robust } else { Profile::Seed };
             let mut a = ThrottleGovernor::with_profile(p, profile);
             let mut b = a.clone();
             for (n, share, outside) in windows {

@@ -453,7 +453,7 @@ fn an_offer_seen_once_is_not_a_capacity() {
 
 #[test]
 fn the_real_governor_settles_into_a_figure_against_a_fast_failing_wall() {
-    for profile in [Profile::Default, Profile::Robust] {
+    for profile in [Profile::Seed, Profile::Robust] {
         for wall in [10.0, 37.0, 120.0] {
             let h = governed(Control::Concurrency, profile, wall, 4.0 * wall, 150, 0.0, 1);
             let t = report(h);
@@ -471,7 +471,7 @@ fn the_real_governor_settles_into_a_figure_against_a_fast_failing_wall() {
 
 #[test]
 fn rate_knobs_pool_nearby_offers_into_levels() {
-    for profile in [Profile::Default, Profile::Robust] {
+    for profile in [Profile::Seed, Profile::Robust] {
         for seed in 1..4 {
             let h = governed(Control::Rate, profile, 200.0, 1000.0, 200, 0.05, seed);
             assert!(h.iter().any(|r| r.offer.fract() != 0.0));
@@ -498,7 +498,7 @@ fn a_noisy_concurrency_run_gives_a_figure_near_the_wall() {
     for seed in 1..6 {
         let h = governed(
             Control::Concurrency,
-            Profile::Default,
+            Profile::Seed,
             50.0,
             200.0,
             200,
@@ -935,7 +935,7 @@ mod estimate {
         let mut steady = 0;
         for seed in 0..12 {
             for (control, wall) in [(Control::Concurrency, 10.0), (Control::Rate, 37.5)] {
-                for profile in [Profile::Default, Profile::Robust] {
+                for profile in [Profile::Seed, Profile::Robust] {
                     let h = governed(control, profile, wall, 200.0, 60, 0.1, seed);
                     let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
                     let mut last = CapacityEstimate::None;

@@ -843,7 +843,7 @@ mod tests {
         let e = Exporter::new(tel.clone(), name, Control::Concurrency, false);
         e.emit(Event::Started {
             params: p,
-            profile: Profile::Default,
+            profile: Profile::Seed,
             early_verdicts: false,
             dry_run: false,
             lag: String::new(),

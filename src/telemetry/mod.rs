@@ -217,7 +217,7 @@ pub struct TargetStatus {
     pub dry_run: bool,
     /// Whether the signal-loss policy is in force.
     pub signal_lost: bool,
-    /// The governor profile (`default` or `robust`).
+    /// The governor profile (`gentle`, `robust` or `seed`).
     pub profile: &'static str,
     /// The signal lag in effect: windows start only this long after an
     /// offer change.
@@ -230,8 +230,8 @@ pub struct TargetStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyBoundStatus>,
     /// The profile advice logged for this target, if any (at most one a
-    /// run, under the default profile): the signature seen, why, and the
-    /// suggestion to try `profile = "robust"`.
+    /// run, under the seed profile): the signature seen, why, and the
+    /// suggestion to leave the seed rules for `gentle` or `robust`.
     pub advice: Option<String>,
     /// The live capacity estimate: null until a level within the bound is
     /// bracketed by a breaching level above it, then the figure, whether
@@ -574,7 +574,7 @@ impl TargetStatus {
             pending_write: None,
             dry_run,
             signal_lost: false,
-            profile: "default",
+            profile: crate::governor::Profile::default().as_str(),
             signal_lag: String::new(),
             writes_confirmed: true,
             outside_writer_conflict: false,

@@ -188,7 +188,9 @@ async fn a_group_never_takes_its_own_late_writes_for_outside_changes() {
     let b = FakeTool::start(12.0, 1.0).await;
     a.set_fault(Fault::LateApply(Duration::from_millis(300)));
     b.set_fault(Fault::LateApply(Duration::from_millis(300)));
-    let cfg = group_config(&[&a, &b], "", "");
+    // The seed rules: attribution without early verdicts (which, by design,
+    // decide on the straddle after an Up when it is a certain breach).
+    let cfg = group_config(&[&a, &b], "profile = \"seed\"", "");
     let running = supervisor::start(&cfg, RunOptions::default(), None)
         .await
         .unwrap();

@@ -161,7 +161,12 @@ async fn outside_writer_is_stepped_from() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_never_writes() {
     let tool = FakeTool::start(40.0, 7.0).await;
-    let cfg = config("127.0.0.1:0", &tool.target_toml("dry", 200, 100, ""));
+    // The seed rules: its first clean window climbs (gentle pools 100
+    // attempts first).
+    let cfg = config(
+        "127.0.0.1:0",
+        &tool.target_toml("dry", 200, 100, "profile = \"seed\""),
+    );
     let running = supervisor::start(
         &cfg,
         RunOptions {
@@ -290,7 +295,7 @@ async fn state_file_keeps_memory_across_restarts() {
     let text = format!(
         "[server]\nlisten = \"127.0.0.1:0\"\nstate_file = \"{}\"\n{}",
         state.display(),
-        tool.target_toml("mem", 200, 100, "")
+        tool.target_toml("mem", 200, 100, "profile = \"seed\"")
     );
     let cfg = Config::parse(&text).unwrap();
 

@@ -282,6 +282,9 @@ ceiling = 100
 floor = 1
 high = 0.05
 window = "300ms"
+# The seed rules climb on each clean window; gentle pools 100 attempts
+# first, which this fake's few samples take longer to reach.
+profile = "seed"
 
 [targets.signal]
 kind = "promql"

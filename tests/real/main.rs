@@ -18,7 +18,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod exp;
 mod goose;
 mod k6;
 mod k6_remote_write;

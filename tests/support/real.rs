@@ -370,7 +370,7 @@ pub async fn govern(
         .targets
         .iter()
         .find(|t| t.name == name)
-        .map_or(Profile::Default, |t| t.profile);
+        .map_or(Profile::default(), |t| t.profile);
     let running = supervisor::start(&config, RunOptions::default(), None)
         .await
         .unwrap_or_else(|e| panic!("{label}: the controller did not start: {e}"));
@@ -521,11 +521,7 @@ floor = 1
 high = 0.05
 window = "{window}"
 profile = "{profile}"
-{exp}
-"#,
-        exp = std::env::var("EXP_EARLY")
-            .map(|v| format!("early_verdicts = {}", v == "1"))
-            .unwrap_or_default()
+"#
     )
 }
 

@@ -31,15 +31,18 @@
 //! - a window while a write is pending or unconfirmed, a member failed to
 //!   read, or a counter went down.
 //!
-//! **The straddle after an Up.** Attribution (see the parent module)
+//! **The window after an Up.** Attribution (see the parent module)
 //! discards a window that starts before the new offer's attempts reach the
-//! counters. After an Up from a window judged clean, that straddle mixes
-//! clean attempts at the old offer with the new offer's: it can only
-//! dilute the new offer's failures, never add to them. A straddle that is
-//! nonetheless a certain breach therefore shows the new offer breaching, so
-//! an early verdict accepts it instead of waiting out the signal's lag.
-//! That is the point for lagged signals: the first peek that sees the
-//! failures decides, instead of the first full window after the lag.
+//! counters, the signal's lag after the write. An early window instead
+//! starts at the first reading taken after the write finished (the round's
+//! baseline when it is that recent, else the first look after the write):
+//! every attempt it counts was made after the new offer was confirmed, or
+//! is one the counters had not shown yet, which can only be the old,
+//! clean offer's. So the early window can only under-state the new offer's
+//! failures, and a certain breach in it is the new offer's: it is decided
+//! on at once instead of waiting out the lag. Its fraction is the one the
+//! back-off's severity uses, so it is not diluted by the attempts made
+//! before the write.
 //!
 //! Cost: [`PEEKS_PER_WINDOW`] reads per window, only in the window after
 //! an Up; the rest of the time the cadence is the window's.
@@ -48,10 +51,10 @@
 
 use std::time::Duration;
 
-use super::{Core, MemberRead};
+use super::{Core, MemberRead, MemberState};
 use crate::engine::members::Members;
 use crate::governor::robust::binomial_tail;
-use crate::window::WindowOutcome;
+use crate::window::{Reading, WindowOutcome, WindowTracker};
 
 /// Significance of the early breach test, per look.
 pub const EARLY_ALPHA: f64 = 0.001;
@@ -113,19 +116,11 @@ impl Core {
             if !m.up {
                 continue;
             }
-            let r = reads.get(name)?;
-            let counters = r.signal.as_ref().ok()?;
-            if matches!(r.committed, Some(Err(_)))
-                || r.before.busy()
-                || r.after.busy()
-                || r.before.generation != r.after.generation
-                || (r.after.last_value.is_some() && !r.after.last_confirmed)
-            {
-                return None;
-            }
-            let base = m.window.baseline()?;
-            let mut tracker = m.window.clone();
-            match tracker.observe(counters.reading(at)) {
+            let (reading, generation) = settled_read(reads.get(name)?, at)?;
+            let base = post_write_base(m, generation)?;
+            let mut tracker = WindowTracker::default();
+            tracker.observe(base).ok()?;
+            match tracker.observe(reading) {
                 Ok(WindowOutcome::Window(w)) => {
                     attempts += w.attempts;
                     failures += w.failures;
@@ -145,6 +140,52 @@ impl Core {
             secs: (at - since).max(0.0),
             p_value,
         })
+    }
+
+    /// Keeps, for each member, the first look taken after the offer's
+    /// write finished: the base of the early window while the round's own
+    /// baseline still predates the write (right after the Up).
+    pub fn note_look(&mut self, at: f64, reads: &Members<MemberRead>) {
+        if !self.watching() {
+            return;
+        }
+        for m in self.members.values_mut() {
+            if m.early_base.is_some() {
+                continue;
+            }
+            if let Some(look) = reads.get(&m.name).and_then(|r| settled_read(r, at)) {
+                m.early_base = Some(look);
+            }
+        }
+    }
+}
+
+/// A member's read as a reading, with the generation of the last write
+/// finished before the read began, when nothing is in flight around it and
+/// that write was confirmed.
+fn settled_read(r: &MemberRead, at: f64) -> Option<(Reading, u64)> {
+    let counters = r.signal.as_ref().ok()?;
+    if matches!(r.committed, Some(Err(_)))
+        || r.before.busy()
+        || r.after.busy()
+        || r.before.generation != r.after.generation
+        || (r.after.last_value.is_some() && !r.after.last_confirmed)
+    {
+        return None;
+    }
+    Some((counters.reading(at), r.before.generation))
+}
+
+/// The reading an early window starts from: the round's baseline when its
+/// read began after the last write finished, else the first look that did.
+/// Neither holds right after the Up: no early verdict until a look is kept.
+fn post_write_base(m: &MemberState, generation: u64) -> Option<Reading> {
+    match m.window.baseline() {
+        Some(b) if m.baseline_generation == Some(generation) => Some(*b),
+        _ => m
+            .early_base
+            .filter(|(_, g)| *g == generation)
+            .map(|(b, _)| b),
     }
 }
 

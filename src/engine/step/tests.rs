@@ -22,7 +22,7 @@ fn params(ceiling: f64) -> Params {
 fn core(members: &[&str], lag: f64) -> Core {
     let p = params(100.0);
     let mut c = Core::new(
-        ThrottleGovernor::with_profile(p, Profile::Default),
+        ThrottleGovernor::with_profile(p, Profile::Seed),
         Policy {
             params: p,
             integer: true,
@@ -501,7 +501,7 @@ fn advice_count(profile: Profile) -> usize {
 
 #[test]
 fn tiny_samples_bring_one_profile_advice_under_the_default_only() {
-    assert_eq!(advice_count(Profile::Default), 1);
+    assert_eq!(advice_count(Profile::Seed), 1);
     assert_eq!(advice_count(Profile::Robust), 0);
 }
 
@@ -655,29 +655,51 @@ fn watched_after_an_up() -> (Core, WriterView) {
 #[test]
 fn a_certain_breach_closes_the_window_after_an_up_early() {
     let (mut c, w2) = watched_after_an_up();
-    // Half a second after the Up, within the signal's lag: 30 of 50 failed.
-    let reads = one("t", read(150.0, 30.0, 8.0, w2));
-    let breach = c.early_breach(5.5, &reads).expect("a certain breach");
+    // The round's baseline (5 s) predates the write (5.1 s): the attempts
+    // before it would dilute the new offer's fraction, so nothing is
+    // decided early until a look after the write is kept.
+    let before = one("t", read(130.0, 30.0, 8.0, w2));
+    assert!(c.early_breach(5.2, &before).is_none());
+    c.note_look(5.2, &one("t", read(105.0, 0.0, 8.0, w2)));
+    // A quarter of a second later, within the signal's lag: 30 of 50 failed.
+    let reads = one("t", read(155.0, 30.0, 8.0, w2));
+    let breach = c.early_breach(5.45, &reads).expect("a certain breach");
     assert_eq!((breach.attempts, breach.failures), (50.0, 30.0));
-    assert!((breach.secs - 0.5).abs() < 1e-9);
-    let out = c.close_early(5.5, reads, None, breach);
-    assert!(out.decided, "the straddle after an Up is the new offer's");
-    assert!(matches!(out.outcome.decision, Decision::Down(_)));
+    assert!((breach.secs - 0.25).abs() < 1e-9);
+    let out = c.close_early(5.45, reads, None, breach);
+    assert!(out.decided, "the window after the write is the new offer's");
+    // 8 x clamp(1 - 0.6, 0.25, 0.9): the severity of the new offer's own
+    // fraction, not of one diluted by the 55 attempts before the look.
+    assert_eq!(out.outcome.decision, Decision::Down(3.0));
     assert!(has(
         &out,
         |e| matches!(e, Event::EarlyVerdict { failures, .. } if *failures == 30.0)
     ));
     assert!(has(
         &out,
-        |e| matches!(e, Event::Window { window_secs, .. } if (*window_secs - 0.5).abs() < 1e-9)
+        |e| matches!(e, Event::Window { window_secs, .. } if (*window_secs - 0.25).abs() < 1e-9)
     ));
     assert!(!c.watching(), "a Down ends the watch");
     assert_eq!(c.gov.state().last_bad, Some(8.0));
 }
 
 #[test]
+fn a_round_whose_baseline_follows_the_write_decides_early_without_a_look() {
+    let (mut c, w2) = watched_after_an_up();
+    // The rebase round after the write (5.3 s) is within the lag: discarded,
+    // but its reading is the next round's baseline, taken after the write.
+    let out = c.step(5.3, one("t", read(110.0, 0.0, 8.0, w2)));
+    assert!(!out.decided);
+    assert!(c.watching(), "a discarded window keeps the watch");
+    let reads = one("t", read(160.0, 30.0, 8.0, w2));
+    let breach = c.early_breach(5.6, &reads).expect("a certain breach");
+    assert_eq!((breach.attempts, breach.failures), (50.0, 30.0));
+}
+
+#[test]
 fn a_clean_or_uncertain_window_is_not_closed_early() {
-    let (c, w2) = watched_after_an_up();
+    let (mut c, w2) = watched_after_an_up();
+    c.note_look(5.2, &one("t", read(105.0, 0.0, 8.0, w2)));
     // Clean so far.
     assert!(c
         .early_breach(6.0, &one("t", read(200.0, 0.0, 8.0, w2)))
@@ -693,7 +715,8 @@ fn a_clean_or_uncertain_window_is_not_closed_early() {
 
 #[test]
 fn no_early_verdict_while_a_write_is_pending_or_a_read_failed() {
-    let (c, w2) = watched_after_an_up();
+    let (mut c, w2) = watched_after_an_up();
+    c.note_look(5.2, &one("t", read(105.0, 0.0, 8.0, w2)));
     let pending = WriterView {
         pending: Some(8.0),
         ..w2

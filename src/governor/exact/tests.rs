@@ -43,7 +43,7 @@ fn the_one_ulp_stall_is_gone() {
     // 0.75 * 242.68800000000002 = 182.01600000000002, read back as 182.016.
     let mut g = at(
         rate(1000.0),
-        Profile::Default,
+        Profile::Seed,
         182.016,
         Some(242.68800000000002),
     );
@@ -59,17 +59,17 @@ fn the_one_ulp_stall_is_gone() {
 #[test]
 fn an_up_of_a_real_size_is_unchanged() {
     // GOVERNOR.md: last_bad 40, clean at 24 gives Up(30).
-    let mut g = at(rate(100.0), Profile::Default, 24.0, Some(40.0));
+    let mut g = at(rate(100.0), Profile::Seed, 24.0, Some(40.0));
     assert_eq!(g.step(1000.0, 0.0).decision, Decision::Up(30.0));
     // A small but real move (0.5, far above 1e-9 relative) stays as written.
-    let mut g = at(rate(100.0), Profile::Default, 29.5, Some(40.0));
+    let mut g = at(rate(100.0), Profile::Seed, 29.5, Some(40.0));
     assert_eq!(g.step(1000.0, 0.0).decision, Decision::Up(30.0));
 }
 
 #[test]
 fn a_configured_resolution_turns_small_ups_into_the_probe() {
     let p = rate(100.0).with_resolution(0.01).unwrap();
-    let mut g = at(p, Profile::Default, 29.995, Some(40.0));
+    let mut g = at(p, Profile::Seed, 29.995, Some(40.0));
     assert_eq!(g.step(1000.0, 0.0).decision, Decision::Up(29.995 + 1.0));
     assert!(rate(1.0).with_resolution(0.0).is_err());
     assert!(rate(1.0).with_resolution(f64::NAN).is_err());
@@ -81,7 +81,7 @@ fn a_configured_resolution_turns_small_ups_into_the_probe() {
 
 #[test]
 fn an_up_within_the_resolution_of_the_ceiling_holds() {
-    let mut g = at(rate(100.0), Profile::Default, 100.0 - 1e-12, None);
+    let mut g = at(rate(100.0), Profile::Seed, 100.0 - 1e-12, None);
     let o = g.step(1000.0, 0.0);
     assert_eq!(o.decision, Decision::Hold, "{o:?}");
 }
@@ -90,7 +90,7 @@ fn an_up_within_the_resolution_of_the_ceiling_holds() {
 fn a_swallowed_up_teaches_the_resolution() {
     // Truncation to 2 decimals: safe = 0.75 * 100.006 = 75.0045 reads back
     // as 75.00, which the default would re-decide for ever.
-    let mut g = at(rate(1000.0), Profile::Default, 75.0, Some(100.006));
+    let mut g = at(rate(1000.0), Profile::Seed, 75.0, Some(100.006));
     let first = g.step(1000.0, 0.0);
     assert_eq!(first.decision, Decision::Up(0.75 * 100.006));
     let _ = g.set_current(trunc2(first.to));
@@ -174,7 +174,7 @@ fn tool() -> impl Strategy<Value = Tool> {
 }
 
 fn profile() -> impl Strategy<Value = Profile> {
-    prop_oneof![Just(Profile::Default), Just(Profile::Robust)]
+    prop_oneof![Just(Profile::Seed), Just(Profile::Robust)]
 }
 
 proptest! {

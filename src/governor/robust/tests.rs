@@ -478,7 +478,7 @@ fn the_default_profile_never_touches_the_robust_layer() {
         ));
     }
     assert_eq!(d.robust, RobustState::default());
-    assert_eq!(d.profile(), Profile::Default);
+    assert_eq!(d.profile(), Profile::Seed);
 }
 
 /// Probes to 102.08 from 100 and fails it with `failed` of 1000 attempts:
