@@ -3,46 +3,36 @@
 //! into a real Prometheus 2.42 started with
 //! `--web.enable-remote-write-receiver`; the controller reads them with the
 //! `promql` signal and governs k6's VUs over its REST API (`kind = "k6"`
-//! control), against a fast-failing loopback target of known limit, with
-//! both profiles. Window 2 s.
+//! control) with the config a new user writes (no `profile` key, window
+//! 3 s), against a loopback wall of 10 concurrent requests: the fast tier at
+//! the 10 ms wall, the goal runs at both walls (full tier).
 //!
 //! The queries are the ones docs/tools/k6.md recommends: failures read as 0
 //! until the failure counter has a series (`or vector(0)`), and freshness
 //! follows the attempts series (k6 stops writing a counter's series once it
-//! stops changing). Each run asserts the issue's three criteria (see
-//! `tests/support/real.rs`), is bounded to 150 s, and stops every process it
-//! started (Drop guards).
+//! stops changing). Every process is stopped on every exit path (Drop
+//! guards).
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use support::goals::{run_path, Length, Rig, Wall};
+use support::real::K6;
+use support::{require_tool, Prometheus};
 
-use support::real::{govern, serial, settle_for, target_head, Watch, K6, RUN_LIMIT};
-use support::{require_tool, LimitedTarget, Prometheus};
-
-/// Concurrent requests the target admits.
-const LIMIT: usize = 10;
-
-async fn promql_run(profile: &str) {
-    let _serial = serial().await;
+/// Starts Prometheus (receiving remote writes) and k6 writing to it.
+async fn promql(target: String) -> Option<Rig> {
     if !require_tool("prometheus") {
-        return;
+        return None;
     }
-    let t0 = Instant::now();
     let prom = Prometheus::start_receiver();
-    let target = LimitedTarget::fast_fail(LIMIT).await;
     let env = [
         ("K6_PROMETHEUS_RW_SERVER_URL", prom.write_url()),
         ("K6_PROMETHEUS_RW_PUSH_INTERVAL", "1s".to_string()),
     ];
-    let Some(mut k6) = K6::start(&target.url(), &["-o", "experimental-prometheus-rw"], &env).await
-    else {
-        return;
-    };
+    let k6 = K6::start(&target, &["-o", "experimental-prometheus-rw"], &env).await?;
     let (api, prom_url) = (&k6.api, prom.url());
-    let config = format!(
-        r#"{head}
-[targets.signal]
+    let tables = format!(
+        r#"[targets.signal]
 kind = "promql"
 url = "{prom_url}"
 attempts = 'sum(k6_http_reqs_total)'
@@ -51,29 +41,31 @@ failures = 'sum(k6_failed_attempts_total) or vector(0)'
 [targets.control]
 kind = "k6"
 url = "{api}"
-"#,
-        head = target_head("k6-rw", 40, "2s", profile)
+"#
     );
-    let watch = Watch {
-        settle: settle_for(profile, 50),
-        tail: Duration::from_secs(25),
-        deadline: t0 + RUN_LIMIT,
-    };
-    let label = format!("k6 remote-write -> Prometheus -> promql, profile {profile}");
-    let m = govern(&label, &config, "k6-rw", &target, watch).await;
-    assert!(k6.proc.running(), "k6 died:\n{}", k6.proc.tail());
-    drop(k6);
-    drop(prom);
-    m.assert_criteria();
+    Some(Rig {
+        name: "k6-rw",
+        path: "k6 remote-write -> Prometheus -> promql".to_string(),
+        tables,
+        listen: None,
+        procs: vec![Box::new(k6), Box::new(prom)],
+        keep: Vec::new(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promql_at_the_10ms_wall() {
+    run_path(Wall::TenMs, Length::Fast, promql).await;
 }
 
 #[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn k6_remote_write_promql_default_profile() {
-    promql_run("default").await;
+async fn promql_goals_at_the_1ms_wall() {
+    run_path(Wall::OneMs, Length::Goals { live: false }, promql).await;
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn k6_remote_write_promql_robust_profile() {
-    promql_run("robust").await;
+async fn promql_goals_at_the_10ms_wall() {
+    run_path(Wall::TenMs, Length::Goals { live: false }, promql).await;
 }

@@ -1,95 +1,84 @@
 //! Real Locust 2.47 (installed by scripts/setup into `.venv/`), governed
-//! through `kind = "locust"` signal and control, against a fast-failing
-//! loopback target of known limit, with both profiles:
+//! through `kind = "locust"` signal and control with the config a new user
+//! writes (no `profile` key, window 3 s: above Locust's 2 s stats cache),
+//! against a loopback wall of 10 concurrent requests:
 //!
-//! - one process (window 3 s: above Locust's 2 s stats cache);
-//! - a master with 2 workers (window 5 s: the stats cache plus the workers'
-//!   3 s report interval, as docs/tools/locust.md asks).
+//! - one process, at the 1 ms wall (fast tier), and the goal runs at both
+//!   walls (full tier);
+//! - a master with 2 workers (the workers report every 3 s, so the signal
+//!   lags more), at the 10 ms wall (fast tier), and the goal runs at both
+//!   walls (full tier).
 //!
-//! Each run asserts the issue's three criteria (settles within ±20 % of the
-//! limit, at most 15 % failed attempts after the first back-off by the
-//! target's own counts, a capacity figure within ±20 %); see
-//! `tests/support/real.rs`. Each is bounded to 150 s and stops every
-//! process it started (Drop guards). Think time is zero: each user keeps
-//! one request in flight, so the target's concurrency is the user count and
-//! the known limit is in users.
+//! The verdicts are `support::goals`' (the fast tier: backs off at the
+//! wall, report figure within ±15 %; the goals: issue 26's). Think time is
+//! zero: each user keeps one request in flight, so the target's concurrency
+//! is the user count and the known limit is in users. Every process is
+//! stopped on every exit path (Drop guards).
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use support::goals::{run_path, Length, Rig, Wall};
+use support::real::{Locust, LOCUSTFILE};
 
-use support::real::{
-    govern, serial, settle_for, target_head, Locust, Watch, LOCUSTFILE, RUN_LIMIT,
-};
-use support::LimitedTarget;
-
-/// Concurrent requests the target admits.
-const LIMIT: usize = 10;
-
-async fn locust_run(workers: usize, profile: &str) {
-    let _serial = serial().await;
-    let t0 = Instant::now();
-    let target = LimitedTarget::fast_fail(LIMIT).await;
-    let Some(mut locust) = Locust::start(LOCUSTFILE, &target.url(), workers, &[]).await else {
-        return;
-    };
-    let (window, settle, tail) = if workers == 0 {
-        ("3s", 60, 30)
-    } else {
-        // A master's probe at the wall lasts its lag and a window (about
-        // 10 s, against 5 s for one process): the run needs longer for its
-        // share of failed attempts to show more than the first probe.
-        ("5s", 100, 35)
-    };
+/// Starts Locust (`workers` 0: one process) against `target`.
+async fn locust(target: String, workers: usize) -> Option<Rig> {
+    let locust = Locust::start(LOCUSTFILE, &target, workers, &[]).await?;
     let web = &locust.web;
-    let config = format!(
-        r#"{head}
-[targets.signal]
+    let tables = format!(
+        r#"[targets.signal]
 kind = "locust"
 url = "{web}"
 
 [targets.control]
 kind = "locust"
 url = "{web}"
-"#,
-        head = target_head("locust", 40, window, profile)
+"#
     );
-    let label = if workers == 0 {
-        format!("locust 1 process, profile {profile}")
+    let path = if workers == 0 {
+        "Locust one process".to_string()
     } else {
-        format!("locust master + {workers} workers, profile {profile}")
+        format!("Locust master + {workers} workers")
     };
-    let watch = Watch {
-        settle: settle_for(profile, settle),
-        tail: Duration::from_secs(tail),
-        // 5 s windows and 5 s of lag on a master: each step takes about
-        // 10 s, so the run needs two minutes more.
-        deadline: t0 + RUN_LIMIT + Duration::from_secs(if workers == 0 { 0 } else { 120 }),
-    };
-    let m = govern(&label, &config, "locust", &target, watch).await;
-    assert!(locust.all_running(), "Locust died:\n{}", locust.tails());
-    drop(locust);
-    m.assert_criteria();
+    Some(Rig {
+        name: "locust",
+        path,
+        tables,
+        listen: None,
+        procs: vec![Box::new(locust)],
+        keep: Vec::new(),
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn locust_one_process_default_profile() {
-    locust_run(0, "default").await;
+async fn one_process_at_the_1ms_wall() {
+    run_path(Wall::OneMs, Length::Fast, |t| locust(t, 0)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_and_two_workers_at_the_10ms_wall() {
+    run_path(Wall::TenMs, Length::Fast, |t| locust(t, 2)).await;
 }
 
 #[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn locust_one_process_robust_profile() {
-    locust_run(0, "robust").await;
+async fn one_process_goals_at_the_1ms_wall() {
+    run_path(Wall::OneMs, Length::Goals { live: true }, |t| locust(t, 0)).await;
 }
 
 #[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn locust_master_and_two_workers_default_profile() {
-    locust_run(2, "default").await;
+async fn one_process_goals_at_the_10ms_wall() {
+    run_path(Wall::TenMs, Length::Goals { live: true }, |t| locust(t, 0)).await;
 }
 
+#[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn locust_master_and_two_workers_robust_profile() {
-    locust_run(2, "robust").await;
+async fn master_and_two_workers_goals_at_the_1ms_wall() {
+    run_path(Wall::OneMs, Length::Goals { live: false }, |t| locust(t, 2)).await;
+}
+
+#[ignore = "full tier: scripts/test --full"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_and_two_workers_goals_at_the_10ms_wall() {
+    run_path(Wall::TenMs, Length::Goals { live: false }, |t| locust(t, 2)).await;
 }

@@ -9,22 +9,19 @@
 //! - to the controller itself (`kind = "push"`).
 //!
 //! The users are governed over Locust's REST API (`kind = "locust"`
-//! control) against a fast-failing loopback target of known limit, with
-//! both profiles. Window 2 s. Each run asserts the issue's three criteria
-//! (see `tests/support/real.rs`), is bounded to 150 s, and stops every
-//! process it started (Drop guards). Think time is zero.
+//! control) with the config a new user writes (no `profile` key, window
+//! 3 s), against a loopback wall of 10 concurrent requests: the fast tier
+//! runs the push signal at the 1 ms wall and the Pushgateway at the 10 ms
+//! wall; the full tier runs the push signal's goal runs at both walls. Every
+//! process is stopped on every exit path (Drop guards). Think time is zero.
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::real::{
-    govern, serial, settle_for, target_head, wait_http_ok, Locust, Watch, RUN_LIMIT,
-};
-use support::{free_port, require_installed, ChildGuard, LimitedTarget, TempDir};
-
-/// Concurrent requests the target admits.
-const LIMIT: usize = 10;
+use support::goals::{run_path, Length, Rig, Wall};
+use support::real::{wait_http_ok, Locust};
+use support::{free_port, require_installed, ChildGuard, TempDir};
 
 /// Pushes cumulative counters to `$PUSH_ADDR` (host:port) every second.
 const LOCUSTFILE: &str = r#"
@@ -69,123 +66,101 @@ class Hit(FastHttpUser):
         self.client.get("/")
 "#;
 
-/// Where the counters go.
-#[derive(Clone, Copy, PartialEq)]
-enum Path {
-    Pushgateway,
-    Controller,
-}
-
-async fn push_run(path: Path, profile: &str) {
-    let _serial = serial().await;
-    let t0 = Instant::now();
-    let mut gateway = None;
-    let _gateway_dir;
+/// Locust pushing its counters to the controller (`kind = "push"`).
+async fn push_signal(target: String) -> Option<Rig> {
     let listen = format!("127.0.0.1:{}", free_port());
-    let push_addr = match path {
-        Path::Pushgateway => {
-            let Some(bin) = require_installed(
-                "prometheus-pushgateway",
-                std::path::Path::new("/usr/bin/prometheus-pushgateway"),
-                "scripts/setup installs Debian's prometheus-pushgateway",
-            ) else {
-                return;
-            };
-            let dir = TempDir::new("pushgateway");
-            let addr = format!("127.0.0.1:{}", free_port());
-            let mut cmd = std::process::Command::new(bin);
-            cmd.arg(format!("--web.listen-address={addr}"));
-            gateway = Some(ChildGuard::spawn(
-                "pushgateway",
-                cmd,
-                dir.path("pushgateway.log"),
-            ));
-            _gateway_dir = dir;
-            let up = wait_http_ok(&format!("http://{addr}/-/ready"), Duration::from_secs(20)).await;
-            assert!(
-                up,
-                "the Pushgateway never came up:\n{}",
-                gateway.as_ref().unwrap().tail()
-            );
-            addr
-        }
-        Path::Controller => listen.clone(),
-    };
-    let target = LimitedTarget::fast_fail(LIMIT).await;
-    let Some(mut locust) = Locust::start(
-        LOCUSTFILE,
-        &target.url(),
-        0,
-        &[("PUSH_ADDR", push_addr.clone())],
-    )
-    .await
-    else {
-        return;
-    };
+    let locust = Locust::start(LOCUSTFILE, &target, 0, &[("PUSH_ADDR", listen.clone())]).await?;
     let web = &locust.web;
-    let signal = match path {
-        Path::Pushgateway => format!(
-            r#"kind = "prometheus"
-url = "http://{push_addr}/metrics"
-attempts = 'locust_attempts_total{{job="locust"}}'
-failures = 'locust_failed_attempts_total{{job="locust"}}'
-"#
-        ),
-        Path::Controller => r#"kind = "push"
+    let tables = format!(
+        r#"[targets.signal]
+kind = "push"
 job = "locust"
 cumulative = true
 attempts = 'locust_attempts_total'
 failures = 'locust_failed_attempts_total'
-"#
-        .to_string(),
-    };
-    let config = format!(
-        r#"{head}
-[targets.signal]
-{signal}
+
 [targets.control]
 kind = "locust"
 url = "{web}"
-"#,
-        head = target_head("pushed", 40, "2s", profile).replace("127.0.0.1:0", &listen)
+"#
     );
-    let label = match path {
-        Path::Pushgateway => format!("Locust -> Pushgateway (scraped), profile {profile}"),
-        Path::Controller => format!("Locust -> push signal, profile {profile}"),
-    };
-    let watch = Watch {
-        settle: settle_for(profile, 50),
-        tail: Duration::from_secs(25),
-        deadline: t0 + RUN_LIMIT,
-    };
-    let m = govern(&label, &config, "pushed", &target, watch).await;
-    assert!(locust.all_running(), "Locust died:\n{}", locust.tails());
-    if let Some(g) = gateway.as_mut() {
-        assert!(g.running(), "the Pushgateway died:\n{}", g.tail());
-    }
-    drop(locust);
-    drop(gateway);
-    m.assert_criteria();
+    Some(Rig {
+        name: "pushed",
+        path: "Locust -> push signal".to_string(),
+        tables,
+        listen: Some(listen),
+        procs: vec![Box::new(locust)],
+        keep: Vec::new(),
+    })
+}
+
+/// Locust pushing its counters to Debian's Pushgateway, which the
+/// controller scrapes (`kind = "prometheus"`).
+async fn pushgateway(target: String) -> Option<Rig> {
+    let bin = require_installed(
+        "prometheus-pushgateway",
+        std::path::Path::new("/usr/bin/prometheus-pushgateway"),
+        "scripts/setup installs Debian's prometheus-pushgateway",
+    )?;
+    let dir = TempDir::new("pushgateway");
+    let gateway_addr = format!("127.0.0.1:{}", free_port());
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg(format!("--web.listen-address={gateway_addr}"));
+    let gateway = ChildGuard::spawn("pushgateway", cmd, dir.path("pushgateway.log"));
+    let up = wait_http_ok(
+        &format!("http://{gateway_addr}/-/ready"),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(up, "the Pushgateway never came up:\n{}", gateway.tail());
+    let locust = Locust::start(
+        LOCUSTFILE,
+        &target,
+        0,
+        &[("PUSH_ADDR", gateway_addr.clone())],
+    )
+    .await?;
+    let web = &locust.web;
+    let tables = format!(
+        r#"[targets.signal]
+kind = "prometheus"
+url = "http://{gateway_addr}/metrics"
+attempts = 'locust_attempts_total{{job="locust"}}'
+failures = 'locust_failed_attempts_total{{job="locust"}}'
+
+[targets.control]
+kind = "locust"
+url = "{web}"
+"#
+    );
+    Some(Rig {
+        name: "pushed",
+        path: "Locust -> Pushgateway (scraped)".to_string(),
+        tables,
+        listen: None,
+        procs: vec![Box::new(locust), Box::new(gateway)],
+        keep: vec![Box::new(dir)],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_signal_at_the_1ms_wall() {
+    run_path(Wall::OneMs, Length::Fast, push_signal).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushgateway_scraped_at_the_10ms_wall() {
+    run_path(Wall::TenMs, Length::Fast, pushgateway).await;
 }
 
 #[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pushgateway_scraped_default_profile() {
-    push_run(Path::Pushgateway, "default").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pushgateway_scraped_robust_profile() {
-    push_run(Path::Pushgateway, "robust").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_signal_default_profile() {
-    push_run(Path::Controller, "default").await;
+async fn push_signal_goals_at_the_1ms_wall() {
+    run_path(Wall::OneMs, Length::Goals { live: false }, push_signal).await;
 }
 
 #[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_signal_robust_profile() {
-    push_run(Path::Controller, "robust").await;
+async fn push_signal_goals_at_the_10ms_wall() {
+    run_path(Wall::TenMs, Length::Goals { live: false }, push_signal).await;
 }

@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+pub mod goals;
 pub mod procs;
 pub mod pull;
 pub mod queueing;
@@ -492,10 +493,11 @@ pub async fn metric(controller: SocketAddr, selector: &str) -> Option<f64> {
 /// A loopback HTTP target with a known concurrency limit: it admits at most
 /// `limit` requests at once, holds each for `service`, and answers 503 above
 /// that: after the same hold ([`LimitedTarget::start`], so a rejected client
-/// does not spin), or fast ([`LimitedTarget::fast_fail`], as real services
-/// shed load: a rejected client comes straight back, and failures pile up
-/// far faster than successes). It counts what it served and rejected, so a
-/// test can judge a run by the target's own numbers.
+/// does not spin), or fast ([`LimitedTarget::fast_fail`] in 10 ms and
+/// [`LimitedTarget::instant_fail`] in about 1 ms, as real services shed
+/// load: a rejected client comes straight back, and failures pile up far
+/// faster than successes). It counts what it served and rejected, so a test
+/// can judge a run by the target's own numbers.
 pub struct LimitedTarget {
     pub addr: SocketAddr,
     pub limit: usize,
@@ -521,6 +523,14 @@ impl LimitedTarget {
     pub async fn fast_fail(limit: usize) -> LimitedTarget {
         LimitedTarget::start_with(limit, Duration::from_millis(200), Duration::from_millis(10))
             .await
+    }
+
+    /// The wall of a load balancer's or a gateway's limiter: a good request
+    /// takes 200 ms, and above `limit` in flight the answer is a 503 in
+    /// about 1 ms, so one user over the limit fails about 200 attempts for
+    /// each one a user under it gets served.
+    pub async fn instant_fail(limit: usize) -> LimitedTarget {
+        LimitedTarget::start_with(limit, Duration::from_millis(200), Duration::from_millis(1)).await
     }
 
     /// Holds good requests for `service` and rejected ones for `reject_after`.
