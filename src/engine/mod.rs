@@ -405,7 +405,9 @@ impl TargetTask {
                 let reads = Box::pin(read_all(&ios, bound)).await;
                 let at = clock.elapsed().as_secs_f64();
                 let Some(breach) = core.early_breach(at, &reads) else {
-                    core.note_look(at, &reads);
+                    if !core.note_look(at, &reads) {
+                        next_peek = Some(Instant::now() + step::FIRST_LOOK);
+                    }
                     continue;
                 };
                 (reads, Box::pin(latency).await, Some(breach), at)
@@ -466,6 +468,10 @@ impl TargetTask {
                 send(&exporter, &ios, out.writes);
                 exporter.emit(Event::DecisionLatency(parsed.elapsed().as_secs_f64()));
                 rebase_pending = true;
+                if core.watching() {
+                    // The early window's base: a look as soon as the write lands.
+                    next_peek = Some(Instant::now() + step::FIRST_LOOK);
+                }
             }
             if rebase {
                 rebase_pending = false;

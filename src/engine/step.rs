@@ -42,7 +42,7 @@ use crate::telemetry::MemberStatus;
 use crate::window::{WindowOutcome, WindowTracker};
 
 mod early;
-pub use early::{certain_breach, peek_interval, EarlyBreach};
+pub use early::{certain_breach, peek_interval, EarlyBreach, FIRST_LOOK};
 
 /// Consecutive outside changes after our confirmed writes that make a
 /// conflict (and calm windows that end one).

@@ -45,7 +45,7 @@ const BOUND: Duration = Duration::from_millis(620);
 const RUN_LIMIT: Duration = Duration::from_secs(200);
 
 fn locust_config(web: &str, latency: Option<&str>) -> String {
-    let head = target_head("slo", 40, "3s", Some("default"));
+    let head = target_head("slo", 40, "3s", None);
     format!(
         r#"{head}
 [targets.signal]
@@ -273,7 +273,7 @@ async fn k6_with_its_remote_written_native_histogram_finds_the_latency_capacity(
     let Some(mut k6) = K6::start(&work, &["-o", "experimental-prometheus-rw"], &env).await else {
         return;
     };
-    let head = target_head("slo", 40, "3s", Some("default"));
+    let head = target_head("slo", 40, "3s", None);
     let (api, prom_url) = (&k6.api, prom.url());
     let config = format!(
         r#"{head}
@@ -321,7 +321,7 @@ async fn goose_with_its_own_response_times_finds_the_latency_capacity() {
     let Some(mut goose) = Goose::start(&target.url()).await else {
         return;
     };
-    let head = target_head("slo", 40, "3s", Some("default"));
+    let head = target_head("slo", 40, "3s", None);
     let ws = &goose.ws;
     // signal_lag: without it, one run's first window at 14 users after the
     // back-off from 16 read a p99 of 647 ms (settled, 14 users read 565 ms),

@@ -25,9 +25,9 @@
 //!   whole window (a climb on a partial window would be a climb on less
 //!   evidence than the rules assume);
 //! - a window at `high` whose counts do not settle it: the test's
-//!   significance is 0.1 %, so over the dozen looks of one window the
-//!   chance of closing a window whose true fraction is `high` stays near
-//!   1 % (a union bound over the looks);
+//!   significance is 0.1 %, so over the two dozen looks of one window the
+//!   chance of closing a window whose true fraction is `high` is at most
+//!   2.4 % (a union bound; the looks share their attempts, so fewer);
 //! - a window while a write is pending or unconfirmed, a member failed to
 //!   read, or a counter went down.
 //!
@@ -44,8 +44,10 @@
 //! back-off's severity uses, so it is not diluted by the attempts made
 //! before the write.
 //!
-//! Cost: [`PEEKS_PER_WINDOW`] reads per window, only in the window after
-//! an Up; the rest of the time the cadence is the window's.
+//! Cost: [`PEEKS_PER_WINDOW`] reads per window (every `window / 24`, at
+//! least [`MIN_PEEK`]), and the first look [`FIRST_LOOK`] after the write
+//! is sent, only in the window after an Up; the rest of the time the
+//! cadence is the window's.
 //!
 //! Pure, like its parent: the caller passes the reads and the time.
 
@@ -61,7 +63,10 @@ pub const EARLY_ALPHA: f64 = 0.001;
 /// The fewest failures an early verdict stands on.
 pub const EARLY_MIN_FAILURES: f64 = 5.0;
 /// Looks per window while a window is watched.
-pub const PEEKS_PER_WINDOW: u32 = 12;
+pub const PEEKS_PER_WINDOW: u32 = 24;
+/// The wait for a look while the window's base is not kept yet (the
+/// write has just been sent, or was still in flight at the last look).
+pub const FIRST_LOOK: Duration = Duration::from_millis(20);
 /// The shortest interval between looks.
 pub const MIN_PEEK: Duration = Duration::from_millis(100);
 
@@ -144,19 +149,25 @@ impl Core {
 
     /// Keeps, for each member, the first look taken after the offer's
     /// write finished: the base of the early window while the round's own
-    /// baseline still predates the write (right after the Up).
-    pub fn note_look(&mut self, at: f64, reads: &Members<MemberRead>) {
+    /// baseline still predates the write (right after the Up). Returns
+    /// whether every member now has a base (else the next look should come
+    /// soon, [`FIRST_LOOK`]).
+    pub fn note_look(&mut self, at: f64, reads: &Members<MemberRead>) -> bool {
         if !self.watching() {
-            return;
+            return true;
         }
-        for m in self.members.values_mut() {
-            if m.early_base.is_some() {
+        let mut all = true;
+        for m in self.members.values_mut().filter(|m| m.up) {
+            let Some((reading, generation)) = reads.get(&m.name).and_then(|r| settled_read(r, at))
+            else {
+                all = false;
                 continue;
-            }
-            if let Some(look) = reads.get(&m.name).and_then(|r| settled_read(r, at)) {
-                m.early_base = Some(look);
+            };
+            if post_write_base(m, generation).is_none() {
+                m.early_base = Some((reading, generation));
             }
         }
+        all
     }
 }
 
@@ -264,10 +275,10 @@ mod tests {
     }
 
     #[test]
-    fn peeks_are_a_twelfth_of_the_window_and_never_below_100ms() {
+    fn peeks_are_a_24th_of_the_window_and_never_below_100ms() {
         assert_eq!(
             peek_interval(Duration::from_secs(3)),
-            Duration::from_millis(250)
+            Duration::from_millis(125)
         );
         assert_eq!(peek_interval(Duration::from_millis(500)), MIN_PEEK);
     }
