@@ -192,7 +192,7 @@ pub struct TargetConfig {
     #[serde(default)]
     pub profile: Profile,
     /// Close a breaching window as soon as its breach is statistically
-    /// certain, reading the counters two dozen times in the window after each
+    /// certain, reading the counters four dozen times in the window after each
     /// Up (see `engine::step::early`). Default: the profile's
     /// ([`TargetConfig::early_verdicts_in_effect`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

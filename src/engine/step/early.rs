@@ -16,7 +16,7 @@
 //! only when it is statistically certain: at least [`EARLY_MIN_FAILURES`]
 //! failures, a fraction above `high`, and a one-sided exact binomial test
 //! that rejects "the failure probability is at most `high`" at
-//! [`EARLY_ALPHA`]. The engine then closes the window at once, and the
+//! [`EARLY_ALPHA`] (0.05 %). The engine then closes the window at once, and the
 //! governor decides on it by its usual rules: nothing in `GOVERNOR.md`
 //! changes, the window is only shorter.
 //!
@@ -25,9 +25,9 @@
 //!   whole window (a climb on a partial window would be a climb on less
 //!   evidence than the rules assume);
 //! - a window at `high` whose counts do not settle it: the test's
-//!   significance is 0.1 %, so over the two dozen looks of one window the
-//!   chance of closing a window whose true fraction is `high` is at most
-//!   2.4 % (a union bound; the looks share their attempts, so fewer);
+//!   significance is 0.05 %, so over the four dozen looks of one window
+//!   the chance of closing a window whose true fraction is `high` is at
+//!   most 2.4 % (a union bound; the looks share their attempts, so fewer);
 //! - a window while a write is pending or unconfirmed, a member failed to
 //!   read, or a counter went down.
 //!
@@ -44,7 +44,7 @@
 //! back-off's severity uses, so it is not diluted by the attempts made
 //! before the write.
 //!
-//! Cost: [`PEEKS_PER_WINDOW`] reads per window (every `window / 24`, at
+//! Cost: [`PEEKS_PER_WINDOW`] reads per window (every `window / 48`, at
 //! least [`MIN_PEEK`]), and the first look [`FIRST_LOOK`] after the write
 //! is sent, only in the window after an Up; the rest of the time the
 //! cadence is the window's.
@@ -59,16 +59,16 @@ use crate::governor::robust::binomial_tail;
 use crate::window::{Reading, WindowOutcome, WindowTracker};
 
 /// Significance of the early breach test, per look.
-pub const EARLY_ALPHA: f64 = 0.001;
+pub const EARLY_ALPHA: f64 = 0.0005;
 /// The fewest failures an early verdict stands on.
 pub const EARLY_MIN_FAILURES: f64 = 5.0;
 /// Looks per window while a window is watched.
-pub const PEEKS_PER_WINDOW: u32 = 24;
+pub const PEEKS_PER_WINDOW: u32 = 48;
 /// The wait for a look while the window's base is not kept yet (the
 /// write has just been sent, or was still in flight at the last look).
 pub const FIRST_LOOK: Duration = Duration::from_millis(20);
 /// The shortest interval between looks.
-pub const MIN_PEEK: Duration = Duration::from_millis(100);
+pub const MIN_PEEK: Duration = Duration::from_millis(50);
 
 /// The interval between looks for a window of `window`:
 /// `window / PEEKS_PER_WINDOW`, at least [`MIN_PEEK`].
@@ -275,10 +275,10 @@ mod tests {
     }
 
     #[test]
-    fn peeks_are_a_24th_of_the_window_and_never_below_100ms() {
+    fn peeks_are_a_48th_of_the_window_and_never_below_50ms() {
         assert_eq!(
             peek_interval(Duration::from_secs(3)),
-            Duration::from_millis(125)
+            Duration::from_micros(62_500)
         );
         assert_eq!(peek_interval(Duration::from_millis(500)), MIN_PEEK);
     }
