@@ -398,8 +398,9 @@ async fn locust_with_its_own_rolling_percentile_finds_the_latency_capacity() {
 }
 
 /// The control experiment: without the bound, the same queueing target
-/// never fails, so the attempt plane climbs to the ceiling while every
-/// request takes 800 ms. This is what the latency bound exists for.
+/// never fails, so the seed rules' attempt plane climbs to the ceiling
+/// while every request takes 800 ms. This is what the latency bound exists
+/// for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_latency_bound_the_same_target_is_driven_to_the_ceiling() {
     let _serial = serial().await;
@@ -407,7 +408,13 @@ async fn without_a_latency_bound_the_same_target_is_driven_to_the_ceiling() {
     let Some(locust) = Locust::start(LOCUSTFILE, &target.url(), 0, &[]).await else {
         return;
     };
-    let cfg = Config::parse(&locust_config(&locust.web, None)).unwrap();
+    // The seed rules see failures only: a queue that never fails is climbed
+    // to the ceiling. (The default profile's plateau rule stops where the
+    // successes stop following the offer; the bound is for an SLO.)
+    let text =
+        locust_config(&locust.web, None).replace("floor = 1\n", "floor = 1\nprofile = \"seed\"\n");
+    assert!(text.contains("profile = \"seed\""), "{text}");
+    let cfg = Config::parse(&text).unwrap();
     let running = supervisor::start(&cfg, RunOptions::default(), None)
         .await
         .expect("the controller starts");
@@ -420,6 +427,6 @@ async fn without_a_latency_bound_the_same_target_is_driven_to_the_ceiling() {
     drop(locust);
     assert!(
         reached,
-        "without a latency bound the offer should climb to the ceiling of 40 on a target that never fails"
+        "without a latency bound the seed rules should climb to the ceiling of 40 on a target that never fails"
     );
 }
