@@ -107,9 +107,38 @@ impl TargetTask {
     /// Not an `async fn`: that would keep a second copy of the task beside
     /// the one `run_inner` holds, 2.5 kB more per target for as long as it
     /// runs.
+    ///
+    /// The target's series and status are registered here, before the task
+    /// is spawned, so that a scrape right after start sees every series.
     pub fn run(self, cancel: CancellationToken) -> impl std::future::Future<Output = ()> {
         let span = info_span!("target", target = %self.config.name);
+        span.in_scope(|| self.announce());
         self.run_inner(cancel).instrument(span)
+    }
+
+    /// Registers the target (its status and series) and its latency bound.
+    fn announce(&self) {
+        self.exporter.emit(Event::Started {
+            params: self.params,
+            profile: self.config.profile,
+            early_verdicts: self.config.early_verdicts_in_effect(),
+            dry_run: self.dry_run,
+            lag: self.config.lag_description(),
+        });
+        if let Some(b) = self.latency_bound() {
+            self.exporter.emit(Event::LatencyBound(b));
+        }
+    }
+
+    fn latency_bound(&self) -> Option<crate::telemetry::LatencyBoundStatus> {
+        self.config
+            .latency
+            .as_ref()
+            .map(|l| crate::telemetry::LatencyBoundStatus {
+                quantile: l.quantile,
+                bound_secs: l.bound.as_secs_f64(),
+                low_secs: l.low_secs(),
+            })
     }
 
     fn is_group(&self) -> bool {
@@ -229,26 +258,7 @@ impl TargetTask {
         let window = self.config.window;
         let clock = Instant::now();
         let exporter = self.exporter.clone();
-        exporter.emit(Event::Started {
-            params: p,
-            profile: self.config.profile,
-            early_verdicts: self.config.early_verdicts_in_effect(),
-            dry_run: self.dry_run,
-            lag: self.config.lag_description(),
-        });
-
-        let latency_bound =
-            self.config
-                .latency
-                .as_ref()
-                .map(|l| crate::telemetry::LatencyBoundStatus {
-                    quantile: l.quantile,
-                    bound_secs: l.bound.as_secs_f64(),
-                    low_secs: l.low_secs(),
-                });
-        if let Some(b) = latency_bound {
-            exporter.emit(Event::LatencyBound(b));
-        }
+        let latency_bound = self.latency_bound();
         // The live capacity estimate, under the report's rule.
         let mut live = LiveCapacity::new(self.steady, p.high, latency_bound);
         let mut core = Core::new(

@@ -63,11 +63,19 @@ impl Run {
     }
 }
 
-/// Runs `throttle-governor replay <args>` with `stdin` as its input.
+/// Runs `throttle-governor replay <args>` with `stdin` as its input, under
+/// the seed rules (GOVERNOR.md's worked examples) unless `args` name a
+/// profile.
 fn replay(args: &[&str], stdin: &str) -> Run {
+    let seed: &[&str] = if args.contains(&"--profile") {
+        &[]
+    } else {
+        &["--profile", "seed"]
+    };
     let mut child = Command::new(BIN)
         .arg("replay")
         .args(args)
+        .args(seed)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -703,7 +711,7 @@ fn inconsistent_cumulative_readings_are_rejected() {
 #[test]
 fn invalid_utf8_is_rejected_with_its_line() {
     let mut child = Command::new(BIN)
-        .args(["replay", "--ceiling", "10"])
+        .args(["replay", "--ceiling", "10", "--profile", "seed"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -784,8 +792,8 @@ fn help_shows_examples() {
 #[test]
 fn robust_profile_needs_evidence_before_backing_off() {
     let input = "{\"attempts\": 30, \"failures\": 2, \"current\": 100}\n";
-    let default = replay(&["--ceiling", "100"], input).rows();
-    assert_eq!(default[0]["decision"], "down", "{default:?}");
+    let seed = replay(&["--ceiling", "100"], input).rows();
+    assert_eq!(seed[0]["decision"], "down", "{seed:?}");
     let robust = replay(&["--ceiling", "100", "--profile", "robust"], input).rows();
     assert_eq!(robust[0]["decision"], "hold", "{robust:?}");
     assert_eq!(robust[0]["reason"], "gathering", "{robust:?}");
@@ -805,7 +813,7 @@ fn rows_stream_one_per_line_over_a_pipe() {
     use std::time::Duration;
 
     let mut child = Command::new(BIN)
-        .args(["replay", "--ceiling", "100"])
+        .args(["replay", "--ceiling", "100", "--profile", "seed"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -983,4 +991,26 @@ fn a_configured_resolution_turns_a_sub_step_up_into_the_probe() {
     assert_eq!(rows[1]["to"], json!(75.0 + 0.02 * 100.006), "{:?}", rows[1]);
     replay(&["--control", "rate", "--resolution", "0"], "")
         .assert_rejected(&["`resolution` must be a finite number > 0"]);
+}
+
+/// Without `--profile`, replay decides as `run` does by default: `gentle`
+/// (two failures of 30 attempts are no evidence yet), not the seed rules.
+#[test]
+fn replay_defaults_to_the_default_profile() {
+    let input = "{\"attempts\": 30, \"failures\": 2, \"current\": 100}\n";
+    let mut child = Command::new(BIN)
+        .args(["replay", "--ceiling", "100"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(row["decision"], "hold", "{text}");
+    assert_eq!(row["reason"], "gathering", "{text}");
 }
