@@ -283,6 +283,10 @@ impl TargetTask {
                 group: self.is_group(),
                 window_secs: window.as_secs_f64(),
                 early_verdicts: self.config.early_verdicts_in_effect(),
+                // Counters that arrive in batches (pushed, or through a
+                // query of stored samples) carry the old offer's attempts
+                // for up to the lag after a write.
+                early_after_lag: matches!(self.config.signal.kind(), "push" | "promql"),
             },
         );
         if let (Some(b), Some(src)) = (latency_bound, &self.latency) {

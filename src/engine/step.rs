@@ -180,6 +180,9 @@ pub struct Policy {
     /// Close a breaching window early when its breach is certain
     /// ([`early`]).
     pub early_verdicts: bool,
+    /// An early window starts only once the signal's lag has passed after
+    /// the write, as a full window does ([`early`]).
+    pub early_after_lag: bool,
 }
 
 /// What one round produced.

@@ -44,6 +44,15 @@
 //! back-off's severity uses, so it is not diluted by the attempts made
 //! before the write.
 //!
+//! **Batched signals wait out their lag.** Pushed counters and PromQL
+//! queries of stored samples arrive in batches: the first batch after a
+//! write still carries seconds of the old offer's clean attempts, and a
+//! verdict on it backs off too little (seen in CI: 16 → 12 on a wall at
+//! 10, then 12 → 3 when 12's own failures arrived). For these
+//! (`Policy::early_after_lag`) an early window starts only after the
+//! signal's lag, as a full window does; early verdicts then cut the rest of
+//! that window short.
+//!
 //! Cost: [`PEEKS_PER_WINDOW`] reads per window (every `window / 48`, at
 //! least [`MIN_PEEK`]), and the first look [`FIRST_LOOK`] after the write
 //! is sent, only in the window after an Up; the rest of the time the
@@ -121,8 +130,9 @@ impl Core {
             if !m.up {
                 continue;
             }
-            let (reading, generation) = settled_read(reads.get(name)?, at)?;
-            let base = post_write_base(m, generation)?;
+            let (reading, generation, finished) = settled_read(reads.get(name)?, at)?;
+            let ready = self.policy.early_after_lag.then_some(finished + m.lag);
+            let base = post_write_base(m, generation, ready)?;
             let mut tracker = WindowTracker::default();
             tracker.observe(base).ok()?;
             match tracker.observe(reading) {
@@ -157,14 +167,20 @@ impl Core {
             return true;
         }
         let mut all = true;
+        let after_lag = self.policy.early_after_lag;
         for m in self.members.values_mut().filter(|m| m.up) {
-            let Some((reading, generation)) = reads.get(&m.name).and_then(|r| settled_read(r, at))
+            let Some((reading, generation, finished)) =
+                reads.get(&m.name).and_then(|r| settled_read(r, at))
             else {
                 all = false;
                 continue;
             };
-            if post_write_base(m, generation).is_none() {
+            let ready = after_lag.then_some(finished + m.lag);
+            let settled = ready.is_none_or(|t| reading.at_secs >= t - 1e-9);
+            if post_write_base(m, generation, ready).is_none() && settled {
                 m.early_base = Some((reading, generation));
+            } else if !settled {
+                all = false;
             }
         }
         all
@@ -174,7 +190,7 @@ impl Core {
 /// A member's read as a reading, with the generation of the last write
 /// finished before the read began, when nothing is in flight around it and
 /// that write was confirmed.
-fn settled_read(r: &MemberRead, at: f64) -> Option<(Reading, u64)> {
+fn settled_read(r: &MemberRead, at: f64) -> Option<(Reading, u64, f64)> {
     let counters = r.signal.as_ref().ok()?;
     if matches!(r.committed, Some(Err(_)))
         || r.before.busy()
@@ -184,18 +200,22 @@ fn settled_read(r: &MemberRead, at: f64) -> Option<(Reading, u64)> {
     {
         return None;
     }
-    Some((counters.reading(at), r.before.generation))
+    let finished = r.after.finished_at.unwrap_or(f64::NEG_INFINITY);
+    Some((counters.reading(at), r.before.generation, finished))
 }
 
 /// The reading an early window starts from: the round's baseline when its
 /// read began after the last write finished, else the first look that did.
 /// Neither holds right after the Up: no early verdict until a look is kept.
-fn post_write_base(m: &MemberState, generation: u64) -> Option<Reading> {
+/// With `ready` (batched signals: the write's end plus the signal's lag),
+/// the base must also be read from then on, as a full window's must.
+fn post_write_base(m: &MemberState, generation: u64, ready: Option<f64>) -> Option<Reading> {
+    let settled = |b: &Reading| ready.is_none_or(|t| b.at_secs >= t - 1e-9);
     match m.window.baseline() {
-        Some(b) if m.baseline_generation == Some(generation) => Some(*b),
+        Some(b) if m.baseline_generation == Some(generation) && settled(b) => Some(*b),
         _ => m
             .early_base
-            .filter(|(_, g)| *g == generation)
+            .filter(|(b, g)| *g == generation && settled(b))
             .map(|(b, _)| b),
     }
 }

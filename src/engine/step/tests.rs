@@ -34,6 +34,7 @@ fn core(members: &[&str], lag: f64) -> Core {
             group: members.len() > 1,
             window_secs: 2.0,
             early_verdicts: false,
+            early_after_lag: false,
         },
     );
     for m in members {
@@ -755,4 +756,22 @@ fn early_verdicts_are_off_unless_asked_and_only_after_an_up() {
     let out = c.step(3.0, one("t", read(100.0, 3.0, 4.0, w1)));
     assert_eq!(out.outcome.decision, Decision::Hold);
     assert!(!c.watching());
+}
+
+#[test]
+fn a_batched_signal_decides_early_only_after_its_lag() {
+    let (mut c, w2) = watched_after_an_up();
+    c.policy.early_after_lag = true;
+    // Within the lag (the write finished at 5.1 s, lag 2 s): a look is not
+    // kept as the base, and the counters may still carry the old offer.
+    c.note_look(5.2, &one("t", read(105.0, 0.0, 8.0, w2)));
+    assert!(c
+        .early_breach(5.5, &one("t", read(155.0, 30.0, 8.0, w2)))
+        .is_none());
+    // After it, a look is kept and a certain breach closes the window.
+    c.note_look(7.2, &one("t", read(305.0, 60.0, 8.0, w2)));
+    let breach = c
+        .early_breach(7.5, &one("t", read(355.0, 90.0, 8.0, w2)))
+        .expect("a certain breach after the lag");
+    assert_eq!((breach.attempts, breach.failures), (50.0, 30.0));
 }
