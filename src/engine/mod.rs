@@ -284,9 +284,11 @@ impl TargetTask {
                 window_secs: window.as_secs_f64(),
                 early_verdicts: self.config.early_verdicts_in_effect(),
                 // Counters that arrive in batches (pushed, or through a
-                // query of stored samples) carry the old offer's attempts
-                // for up to the lag after a write.
-                early_after_lag: matches!(self.config.signal.kind(), "push" | "promql"),
+                // query of stored samples), or that the user says trail the
+                // load (`signal_lag`), carry the old offer's attempts for up
+                // to the lag after a write.
+                early_after_lag: matches!(self.config.signal.kind(), "push" | "promql")
+                    || self.config.signal_lag.is_some(),
             },
         );
         if let (Some(b), Some(src)) = (latency_bound, &self.latency) {
