@@ -347,6 +347,13 @@ impl SignalConfig {
         }
     }
 
+    /// Whether the counters arrive in batches (pushed, or a query of stored
+    /// samples) rather than being read from the tool: the first batch after
+    /// an offer change can still carry seconds of the old offer's attempts.
+    pub fn arrives_in_batches(&self) -> bool {
+        matches!(self, SignalConfig::Push(_) | SignalConfig::Promql(_))
+    }
+
     /// Fills the defaults that depend on the target's window (a PromQL
     /// `{{window}}`, `max_age`).
     pub fn resolve_window(&mut self, window: Duration) {

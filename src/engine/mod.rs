@@ -287,7 +287,7 @@ impl TargetTask {
                 // query of stored samples), or that the user says trail the
                 // load (`signal_lag`), carry the old offer's attempts for up
                 // to the lag after a write.
-                early_after_lag: matches!(self.config.signal.kind(), "push" | "promql")
+                early_after_lag: self.config.signal.arrives_in_batches()
                     || self.config.signal_lag.is_some(),
             },
         );

@@ -72,10 +72,14 @@ fn replay(args: &[&str], stdin: &str) -> Run {
     } else {
         &["--profile", "seed"]
     };
+    replay_as_given(&[args, seed].concat(), stdin)
+}
+
+/// Runs `throttle-governor replay <args>` with `stdin` as its input.
+fn replay_as_given(args: &[&str], stdin: &str) -> Run {
     let mut child = Command::new(BIN)
         .arg("replay")
         .args(args)
-        .args(seed)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -998,19 +1002,7 @@ fn a_configured_resolution_turns_a_sub_step_up_into_the_probe() {
 #[test]
 fn replay_defaults_to_the_default_profile() {
     let input = "{\"attempts\": 30, \"failures\": 2, \"current\": 100}\n";
-    let mut child = Command::new(BIN)
-        .args(["replay", "--ceiling", "100"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(row["decision"], "hold", "{text}");
-    assert_eq!(row["reason"], "gathering", "{text}");
+    let rows = replay_as_given(&["--ceiling", "100"], input).rows();
+    assert_eq!(rows[0]["decision"], "hold", "{rows:?}");
+    assert_eq!(rows[0]["reason"], "gathering", "{rows:?}");
 }
