@@ -2,7 +2,7 @@
 //!
 //! Why it is separate: `main.rs` only wires things together, and each
 //! subcommand's arguments live beside the code that runs them (for example
-//! [`ReplayArgs`] in [`crate::replay`]). Adding a subcommand is one variant of
+//! [`ReplayArgs`] in [`crate::lab::replay`]). Adding a subcommand is one variant of
 //! [`Command`] plus one arm in `main.rs`.
 //!
 //! What it may touch: clap, and the argument types of the subcommands. It
@@ -15,12 +15,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::bench::BenchArgs;
-use crate::demo::DemoArgs;
 use crate::governor::{Control, Profile};
-use crate::healthcheck::HealthcheckArgs;
-use crate::replay::ReplayArgs;
-use crate::sim::SimArgs;
+use crate::lab::bench::BenchArgs;
+use crate::lab::demo::DemoArgs;
+use crate::lab::replay::ReplayArgs;
+use crate::lab::sim::SimArgs;
+use crate::runtime::healthcheck::HealthcheckArgs;
 use crate::telemetry::logging::LogFormat;
 
 /// Exit status for usage errors, invalid parameters and malformed input.
@@ -310,8 +310,8 @@ mod tests {
         let Command::Bench(args) = cli.command else {
             panic!("expected bench");
         };
-        use crate::bench::{BenchFormat, ControllerKind};
-        use crate::sim::ModelKind;
+        use crate::lab::bench::{BenchFormat, ControllerKind};
+        use crate::lab::sim::ModelKind;
         assert_eq!(args.models, vec![ModelKind::Cliff, ModelKind::Noisy]);
         assert_eq!(
             args.controllers,

@@ -49,22 +49,17 @@
 
 pub mod adapters;
 pub mod auth;
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod control;
-pub mod demo;
 pub mod engine;
 pub mod governor;
-pub mod healthcheck;
+pub mod lab;
 pub mod latency;
 pub mod promtext;
-pub mod reload;
-pub mod replay;
 pub mod report;
+pub mod runtime;
 pub mod signal;
-pub mod sim;
 pub mod state;
-pub mod supervisor;
 pub mod telemetry;
 pub mod window;

@@ -9,13 +9,13 @@ use anyhow::Context;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use throttle_governor::bench::{self, BenchArgs, BenchError, BenchFormat};
 use throttle_governor::cli::{CheckArgs, Cli, Command, RunArgs, EXIT_USAGE};
 use throttle_governor::config::{Config, ConfigError};
-use throttle_governor::demo::{self, DemoArgs};
-use throttle_governor::replay::{self, ReplayArgs, ReplayError};
+use throttle_governor::lab::bench::{self, BenchArgs, BenchError, BenchFormat};
+use throttle_governor::lab::demo::{self, DemoArgs};
+use throttle_governor::lab::replay::{self, ReplayArgs, ReplayError};
 use throttle_governor::report::SteadyRule;
-use throttle_governor::supervisor::{self, RunOptions, StopWhen};
+use throttle_governor::runtime::supervisor::{self, RunOptions, StopWhen};
 use throttle_governor::telemetry::logging;
 
 fn main() -> ExitCode {
@@ -35,14 +35,14 @@ fn main() -> ExitCode {
             runtime().and_then(|rt| rt.block_on(run_demo(args)))
         }
         Command::Healthcheck(args) => runtime().and_then(|rt| {
-            rt.block_on(throttle_governor::healthcheck::probe(&args))
+            rt.block_on(throttle_governor::runtime::healthcheck::probe(&args))
                 .context("healthcheck")
         }),
         Command::Sim(args) => {
             logging::init(cli.log_format);
             runtime().and_then(|rt| {
                 rt.block_on(async {
-                    throttle_governor::sim::run(args, supervisor::shutdown_signal())
+                    throttle_governor::lab::sim::run(args, supervisor::shutdown_signal())
                         .await
                         .context("sim")
                 })
@@ -196,7 +196,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         c.cancel();
     });
     // Hot reload on SIGHUP or when the file changes.
-    tokio::spawn(throttle_governor::reload::watch(
+    tokio::spawn(throttle_governor::runtime::reload::watch(
         args.config.clone(),
         running.reloader(),
         (!args.config_poll.is_zero()).then_some(args.config_poll),

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use support::{free_port, get_text, metric, scratch_dir, sum_in, FakeTool};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_throttle-governor");
 

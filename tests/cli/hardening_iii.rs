@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use support::{sum_in, FakeTool};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 /// A controller governing the fake as target `t` through the pull control.
 async fn start_pull(fake: &FakeTool) -> supervisor::Running {

@@ -1,7 +1,7 @@
 //! End-to-end tests of `throttle-governor replay`: the built binary, run as a
 //! user would, through its JSON Lines interface.
 //!
-//! Why here and not in `src/replay.rs`: these pin the user-visible contract
+//! Why here and not in `src/lab/replay.rs`: these pin the user-visible contract
 //! (exit codes, what reaches stdout and stderr, the exact output keys and
 //! number formatting), and they reproduce every worked example of
 //! `GOVERNOR.md` through that interface.

@@ -15,7 +15,7 @@ use throttle_governor::adapters::k6::{K6Control, K6Source};
 use throttle_governor::config::{Config, K6SignalConfig, ToolControlConfig};
 use throttle_governor::control::{ControlError, WriteOutcome};
 use throttle_governor::engine::build;
-use throttle_governor::supervisor::{self, RunOptions, Running};
+use throttle_governor::runtime::supervisor::{self, RunOptions, Running};
 
 /// Parses a config and shortens every window to `window_ms` (the Locust
 /// signal refuses windows below its 2 s stats cache, which the fake lacks).

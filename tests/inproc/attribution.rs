@@ -23,7 +23,7 @@ use support::real::capacity_of;
 use support::{metric, FakeTool, Fault, TempDir, BIN};
 use throttle_governor::config::Config;
 use throttle_governor::report::SteadyRule;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 fn config(tool: &FakeTool, window_ms: u64) -> String {
     format!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use support::{get_text, metric, FakeTool};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 const CAPACITY: f64 = 6.0;
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use support::{get_text, metric, target_status, wait_until, FakeTool, Fault};
 use throttle_governor::config::Config;
 use throttle_governor::report::SteadyRule;
-use throttle_governor::supervisor::{self, Ended, RunOptions, Running, StopWhen};
+use throttle_governor::runtime::supervisor::{self, Ended, RunOptions, Running, StopWhen};
 use tokio_util::sync::CancellationToken;
 
 fn config(tool: &FakeTool, name: &str, ceiling: u32, window_ms: u64, extra: &str) -> Config {

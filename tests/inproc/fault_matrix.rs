@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use support::{metric, raw_server, target_status, FakeTool, Fault, RawMode};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions, Running};
+use throttle_governor::runtime::supervisor::{self, RunOptions, Running};
 
 const WINDOW_MS: u64 = 100;
 

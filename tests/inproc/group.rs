@@ -11,7 +11,7 @@ use axum::Router;
 use support::{get_json, target_status, FakeTool};
 use support::{write_atomic, Sim, TempDir};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 async fn workers(sim: &Sim) -> Option<f64> {
     let c = reqwest::Client::new();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use support::{get_json, metric, target_status, wait_until, FakeTool, Fault};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 /// A group of `tools`, scraped and written over HTTP.
 fn group_config(tools: &[&FakeTool], extra: &str, server: &str) -> Config {

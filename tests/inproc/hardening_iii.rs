@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use support::{metric, target_status, wait_until, FakeTool, Fault};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 async fn run(text: &str) -> supervisor::Running {
     let cfg = Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{text}")).unwrap();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use support::{get_text, target_status, FakeTool};
 use throttle_governor::config::Config;
 use throttle_governor::report::SteadyRule;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 const CAPACITY: f64 = 10.0;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use support::{get_text, target_status, FakeTool};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 fn config(server: &str, targets: &str) -> Config {
     Config::parse(&format!("[server]\nlisten = \"{server}\"\n{targets}")).unwrap()

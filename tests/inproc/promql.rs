@@ -14,7 +14,7 @@ use axum::{Json, Router};
 use support::{get_json, get_text, target_status, FakeTool};
 use support::{Prometheus, Sim};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 async fn workers(sim: &Sim) -> f64 {
     get_json(&sim.url("/admin/workers")).await["workers"]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use support::pull::Puller;
 use support::{metric, scratch_dir, target_status, wait_until, FakeTool};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 /// The fake's target, with its control replaced by `kind = "pull"`.
 fn pull_target(fake: &FakeTool, name: &str, window_ms: u64, top: &str, control: &str) -> String {

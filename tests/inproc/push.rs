@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use support::{get_text, FakeTool};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 use throttle_governor::telemetry::{Telemetry, WindowRecord};
 
 pub(crate) fn push_target(name: &str, tool: &FakeTool, signal: &str) -> String {

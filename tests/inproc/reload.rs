@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use support::{free_port, write_atomic, ChildGuard, TempDir, BIN};
 use support::{get_json, get_text, target_status, FakeTool};
 use throttle_governor::config::Config;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 use tokio_util::sync::CancellationToken;
 
 fn config(targets: &[String]) -> String {
@@ -150,7 +150,7 @@ async fn invalid_reload_is_rejected_and_the_old_config_keeps_running() {
         .unwrap();
     let ctl = running.addr;
     let cancel = CancellationToken::new();
-    let watcher = tokio::spawn(throttle_governor::reload::watch(
+    let watcher = tokio::spawn(throttle_governor::runtime::reload::watch(
         path.clone(),
         running.reloader(),
         Some(Duration::from_millis(100)),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use throttle_governor::sim::{spawn, ModelConfig, ModelKind, SimConfig, SimHandle};
+use throttle_governor::lab::sim::{spawn, ModelConfig, ModelKind, SimConfig, SimHandle};
 
 /// Upper bound on every test.
 const TEST_TIMEOUT: Duration = Duration::from_secs(20);

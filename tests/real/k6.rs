@@ -248,9 +248,9 @@ async fn k6_tiny_samples(profile: &str) -> Option<Option<String>> {
         k6_tables(&k6.api)
     );
     let config = throttle_governor::config::Config::parse(&config).unwrap();
-    let running = throttle_governor::supervisor::start(
+    let running = throttle_governor::runtime::supervisor::start(
         &config,
-        throttle_governor::supervisor::RunOptions::default(),
+        throttle_governor::runtime::supervisor::RunOptions::default(),
         None,
     )
     .await

@@ -32,7 +32,7 @@ use support::real::{full_tier, record_run, serial, target_head, Goose, Locust, K
 use support::{require_tool, Prometheus};
 use throttle_governor::config::Config;
 use throttle_governor::report::{SteadyRule, TargetReport};
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 const SLOTS: usize = 5;
 /// 200 ms: a real tool measures on the client, and on a loaded 2-core

@@ -23,7 +23,7 @@ use support::{
 };
 use throttle_governor::config::Config;
 use throttle_governor::report::{SteadyRule, TargetReport};
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 /// Concurrent requests the target admits.
 const LIMIT: usize = 24;

@@ -30,7 +30,7 @@ use support::{
 };
 use throttle_governor::config::Config;
 use throttle_governor::report::{SteadyRule, TargetReport};
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 /// Requests per second the target admits.
 const LIMIT_RPS: usize = 40;

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use throttle_governor::config::Config;
 use throttle_governor::report::SteadyRule;
-use throttle_governor::supervisor::{self, RunOptions};
+use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 use super::{target_status, LimitedTarget};
 

@@ -2,7 +2,7 @@
 //!
 //! Why it exists: a new user should see the whole system work in one
 //! command, with no load tool, no Prometheus and no Docker. The demo starts
-//! a [`crate::sim`] server on an ephemeral loopback port, with the load
+//! a [`crate::lab::sim`] server on an ephemeral loopback port, with the load
 //! tool's authored concurrency far above the target's capacity (the mistake
 //! the governor exists to catch), points the real supervisor at it over real
 //! HTTP, prints the movement log live, and ends with the capacity report.
@@ -18,9 +18,9 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::lab::sim::{self, ModelConfig, ModelKind, SimConfig};
 use crate::report::{Report, SteadyRule};
-use crate::sim::{self, ModelConfig, ModelKind, SimConfig};
-use crate::supervisor::{self, Ended, RunOptions, StopWhen};
+use crate::runtime::supervisor::{self, Ended, RunOptions, StopWhen};
 
 /// Arguments of `throttle-governor demo`.
 #[derive(Debug, Clone, clap::Args)]

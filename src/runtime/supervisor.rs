@@ -16,8 +16,8 @@ use tracing::{info, warn};
 use crate::config::Config;
 use crate::engine::build::Builder;
 use crate::engine::BuildError;
-use crate::reload::Roster;
 use crate::report::{self, Report, SteadyRule};
+use crate::runtime::reload::Roster;
 use crate::state::StateStore;
 use crate::telemetry::{server, Telemetry};
 
@@ -208,16 +208,16 @@ impl Running {
         Report::from_telemetry(&self.telemetry, rule)
     }
 
-    /// Applies a new, validated config (see [`crate::reload`]); on error
+    /// Applies a new, validated config (see [`crate::runtime::reload`]); on error
     /// the running config stays in effect.
     pub async fn reload(
         &self,
         config: Config,
-    ) -> Result<crate::reload::ReloadSummary, crate::reload::ReloadError> {
+    ) -> Result<crate::runtime::reload::ReloadSummary, crate::runtime::reload::ReloadError> {
         self.roster.reload(config).await
     }
 
-    /// The handle [`crate::reload::watch`] reloads through.
+    /// The handle [`crate::runtime::reload::watch`] reloads through.
     pub fn reloader(&self) -> Roster {
         self.roster.clone()
     }

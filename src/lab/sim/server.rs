@@ -744,7 +744,7 @@ fn float(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::model::ModelKind;
+    use crate::lab::sim::model::ModelKind;
 
     fn snapshot() -> Snapshot {
         Snapshot {

@@ -426,7 +426,7 @@ fn the_robust_and_gentle_profiles_meet_the_goal_on_every_model_at_600_windows() 
 fn advice_on(model: ModelKind) -> Vec<Option<crate::governor::advice::Signature>> {
     use crate::governor::advice::{AdviceWindow, Advisor};
     use crate::governor::ThrottleGovernor;
-    use crate::sim::model::TargetModel;
+    use crate::lab::sim::model::TargetModel;
     (1..=10)
         .map(|seed| {
             let cfg = model_config(model, seed, 150);

@@ -6,11 +6,11 @@
 //! with AIMD, CUBIC, Envoy's gradient or a findmax search. The answer has to
 //! be a table that anyone can regenerate in one command, not a claim. So
 //! this module runs every controller against every model of
-//! [`crate::sim::model`], one window at a time, seeded and without HTTP or a
+//! [`crate::lab::sim::model`], one window at a time, seeded and without HTTP or a
 //! clock: the same arguments give the same table, byte for byte.
 //!
 //! What it may touch: [`crate::governor`] (through [`controllers`]) and the
-//! pure models of [`crate::sim::model`]. It does no I/O; the binary prints
+//! pure models of [`crate::lab::sim::model`]. It does no I/O; the binary prints
 //! what [`render_table`] or [`render_json`] return.
 //!
 //! # One run
@@ -39,7 +39,7 @@
 //! `governor-robust-latency`, through `step_with_latency`): the window's
 //! p99 at most [`LATENCY_BOUND`] base latencies. One bench window is one
 //! tick, so the window's p99 is the tick's, exactly
-//! ([`crate::sim::model::TickLatency::quantile`]), in base latencies. The
+//! ([`crate::lab::sim::model::TickLatency::quantile`]), in base latencies. The
 //! bound is met up to the *latency capacity* `2.5 / 1.49 C = 1.678 C`
 //! ([`latency_capacity`]); the latency metrics and goals ([`latency_goals`])
 //! compare the steady offer with it. The other controllers see failures
@@ -59,8 +59,8 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::governor::{Control, Params, Profile};
-use crate::sim::model::{self, ModelConfig, ModelKind, TargetModel};
-use crate::sim::rng::SplitMix64;
+use crate::lab::sim::model::{self, ModelConfig, ModelKind, TargetModel};
+use crate::lab::sim::rng::SplitMix64;
 
 pub use controllers::{
     Controller, ControllerKind, LatencyBound, WindowResult, LATENCY_BOUND, LATENCY_QUANTILE,
