@@ -188,14 +188,7 @@ pub(super) fn parse_line(text: &str, line: usize, control: Control) -> Result<En
             let failures = raw.failures.ok_or_else(|| missing("failures"))?;
             non_negative("attempts", attempts)?;
             non_negative("failures", failures)?;
-            if failures > attempts {
-                return Err(LineError::FailuresExceedAttempts {
-                    failures_key: "failures",
-                    failures,
-                    attempts_key: "attempts",
-                    attempts,
-                });
-            }
+            failures_within_attempts(("failures", failures), ("attempts", attempts))?;
             Counters::Window { attempts, failures }
         }
         (false, true) => {
@@ -213,14 +206,10 @@ pub(super) fn parse_line(text: &str, line: usize, control: Control) -> Result<En
                 (None, None) => return Err(missing("attempts_total")),
                 (Some(attempts), None) => {
                     non_negative("attempts_total", attempts)?;
-                    if failures > attempts {
-                        return Err(LineError::FailuresExceedAttempts {
-                            failures_key: "failures_total",
-                            failures,
-                            attempts_key: "attempts_total",
-                            attempts,
-                        });
-                    }
+                    failures_within_attempts(
+                        ("failures_total", failures),
+                        ("attempts_total", attempts),
+                    )?;
                     Counters::Total(Reading::resolved(at, attempts, failures))
                 }
                 (None, Some(successes)) => {
@@ -246,6 +235,22 @@ pub(super) fn parse_line(text: &str, line: usize, control: Control) -> Result<En
 fn non_negative(field: &'static str, value: f64) -> Result<(), LineError> {
     if value < 0.0 {
         return Err(LineError::Negative { field, value });
+    }
+    Ok(())
+}
+
+/// A line's failures may not exceed its attempts (each a `(key, value)`).
+fn failures_within_attempts(
+    (failures_key, failures): (&'static str, f64),
+    (attempts_key, attempts): (&'static str, f64),
+) -> Result<(), LineError> {
+    if failures > attempts {
+        return Err(LineError::FailuresExceedAttempts {
+            failures_key,
+            failures,
+            attempts_key,
+            attempts,
+        });
     }
     Ok(())
 }
