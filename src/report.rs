@@ -26,8 +26,8 @@ use serde::Serialize;
 use crate::governor::pct;
 use crate::telemetry::{CapacityEstimate, CapacityFigure, LatencyBoundStatus, WindowRecord};
 
-pub use levels::{wilson, Interval, LevelStats};
 use levels::{figure_of, pool, qualifies};
+pub use levels::{Interval, LevelStats};
 pub use steady::{
     assess, assess_with, steady, Evidence, NotSteady, Settled, Steady, SteadyRule, MAX_PERIOD,
     MIN_LEVEL_WINDOWS, STALE_WINDOWS,

@@ -54,11 +54,11 @@ use thiserror::Error;
 pub use crate::governor::Profile;
 use crate::governor::{Committed, Control, ParamError, Params, ThrottleGovernor};
 use crate::window::WindowError;
-use input::{parse_line, Counters, Form};
 pub use input::LineError;
+use input::{parse_line, Counters, Form};
 use rows::text_num;
-pub use rows::{render_jsonl, render_table, ReplayRow, Verdict};
-
+use rows::{render_jsonl, render_table};
+pub use rows::{ReplayRow, Verdict};
 
 /// The output format of `replay`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -219,7 +219,7 @@ fn bullet_list(errors: &[ParamError]) -> String {
 }
 
 /// Opens `FILE` (or stdin for none or `-`).
-pub fn open_input(args: &ReplayArgs) -> Result<Box<dyn BufRead>, ReplayError> {
+fn open_input(args: &ReplayArgs) -> Result<Box<dyn BufRead>, ReplayError> {
     match &args.file {
         Some(path) if !args.reads_stdin() => {
             let file = File::open(path).map_err(|source| ReplayError::Open {
@@ -248,7 +248,7 @@ pub fn stream_input(
 /// One replay in progress: the governor and the input's bookkeeping, fed
 /// one line at a time, so rows can leave as soon as they are decided.
 #[derive(Debug)]
-pub struct Replayer {
+pub(crate) struct Replayer {
     params: Params,
     governor: ThrottleGovernor,
     first: Option<(Form, usize)>,

@@ -29,7 +29,7 @@ pub struct Interval {
 }
 
 /// The 95 % Wilson score interval on `failures / attempts`.
-pub fn wilson(failures: f64, attempts: f64) -> Interval {
+pub(crate) fn wilson(failures: f64, attempts: f64) -> Interval {
     if attempts <= 0.0 {
         return Interval {
             low: 0.0,

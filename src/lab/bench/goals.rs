@@ -110,7 +110,7 @@ pub fn goals(report: &Report) -> Vec<Goal> {
 }
 
 /// The goal check per model for `profile`, when its governor ran.
-pub fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
+pub(crate) fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
     let rank = |p: Profile| Profile::ALL.iter().position(|q| *q == p);
     let mut out = Vec::new();
     for &model in &report.plan.models {

@@ -67,12 +67,11 @@ pub use controllers::{
     Controller, ControllerKind, LatencyBound, WindowResult, LATENCY_BOUND, LATENCY_QUANTILE,
 };
 pub use goals::{
-    goals, goals_of, latency_goals, Goal, LatencyGoal, GOAL_GOODPUT, GOAL_LATENCY_BAND,
-    GOAL_OVER_BOUND, GOAL_SLACK,
+    goals, latency_goals, Goal, LatencyGoal, GOAL_GOODPUT, GOAL_LATENCY_BAND, GOAL_OVER_BOUND,
+    GOAL_SLACK,
 };
 pub use metrics::{RunMetrics, Summary, Trace};
 pub use render::{render_json, render_table, render_trace, JsonRow, TraceRow};
-
 
 /// Smallest nominal capacity a seed draws, in workers.
 pub const CAPACITY_MIN: u64 = 50;
@@ -222,21 +221,21 @@ impl BenchArgs {
 }
 
 /// The governor parameters every run shares.
-pub fn params() -> Params {
+pub(crate) fn params() -> Params {
     // Constant, valid parameters: this cannot fail.
     Params::new(Control::Concurrency, Some(CEILING), 1.0, None, HIGH, None)
         .expect("the bench's parameters are valid")
 }
 
 /// The nominal capacity that `seed` draws.
-pub fn capacity_of(seed: u64) -> f64 {
+pub(crate) fn capacity_of(seed: u64) -> f64 {
     let mut rng = SplitMix64::new(seed ^ 0xB5AD_4ECE_DA1C_E2A9);
     let span = CAPACITY_MAX - CAPACITY_MIN + 1;
     (CAPACITY_MIN + rng.next_u64() % span) as f64
 }
 
 /// The model of one run.
-pub fn model_config(kind: ModelKind, seed: u64, windows: usize) -> ModelConfig {
+pub(crate) fn model_config(kind: ModelKind, seed: u64, windows: usize) -> ModelConfig {
     let capacity = capacity_of(seed);
     let mut cfg = ModelConfig::new(kind, capacity);
     if kind == ModelKind::Noisy {
@@ -267,7 +266,7 @@ pub fn latency_capacity(cfg: &ModelConfig) -> Option<f64> {
 }
 
 /// Runs one controller against one model for `windows` windows.
-pub fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, windows: usize) -> Trace {
+pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, windows: usize) -> Trace {
     let has_latency = cfg.kind.has_latency();
     let mut trace = Trace {
         offers: Vec::with_capacity(windows),

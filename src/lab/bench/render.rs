@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::goals::{goals_of, latency_goals, Goal, GOAL_LATENCY_BAND, GOAL_OVER_BOUND};
 use super::{
-    model_config, params, simulate, BenchPlan, ControllerKind, Report, Row, Summary,
-    LATENCY_BOUND, LATENCY_QUANTILE,
+    model_config, params, simulate, BenchPlan, ControllerKind, Report, Row, Summary, LATENCY_BOUND,
+    LATENCY_QUANTILE,
 };
 use crate::governor::Profile;
 use crate::lab::sim::model::ModelKind;

@@ -141,7 +141,7 @@ impl Serialize for NumRef {
 }
 
 /// One JSON object per row, each on its own line.
-pub fn render_jsonl(rows: &[ReplayRow]) -> String {
+pub(crate) fn render_jsonl(rows: &[ReplayRow]) -> String {
     let mut out = String::new();
     for row in rows {
         // A row holds only numbers, strings and booleans: it always serializes.
@@ -171,7 +171,7 @@ const COLUMNS: [&str; 12] = [
 /// JSON, except that `frac` is a percentage with up to two decimals (the JSON
 /// keeps full precision). `-` stands for null; numbers are right-aligned and
 /// words left-aligned.
-pub fn render_table(rows: &[ReplayRow]) -> String {
+pub(crate) fn render_table(rows: &[ReplayRow]) -> String {
     let opt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), text_num);
     let cells: Vec<[String; 12]> = rows
         .iter()

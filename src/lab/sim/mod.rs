@@ -31,7 +31,8 @@ use std::time::Duration;
 use thiserror::Error;
 
 pub use model::{ModelConfig, ModelError, ModelKind, TargetModel, TickResult};
-pub use server::{serve, spawn, SimConfig, SimHandle};
+use server::serve;
+pub use server::{spawn, SimConfig, SimHandle};
 
 /// Arguments of `throttle-governor sim`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]

@@ -121,7 +121,6 @@ const BURST_MAX_TICKS: u64 = 3;
 /// `bursts`: the range of a burst's failure probability.
 const BURST_FAILURES: (f64, f64) = (0.3, 0.6);
 
-
 /// What one tick resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TickResult {

@@ -82,13 +82,13 @@ use state::{tick_forever, Sim};
 /// The largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 4 * 1024;
 /// The most workers a tool accepts.
-pub const MAX_WORKERS: u64 = 1_000_000_000;
+pub(crate) const MAX_WORKERS: u64 = 1_000_000_000;
 /// The highest finite rate cap accepted, in attempts per second.
-pub const MAX_RATE: f64 = 1e15;
+pub(crate) const MAX_RATE: f64 = 1e15;
 /// The most simulated tools one process serves.
-pub const MAX_TOOLS: usize = 100_000;
+pub(crate) const MAX_TOOLS: usize = 100_000;
 /// The shortest tick.
-pub const MIN_TICK: Duration = Duration::from_millis(1);
+pub(crate) const MIN_TICK: Duration = Duration::from_millis(1);
 
 /// The `le` edges of `sim_request_duration_seconds`, in base latencies
 /// (`tick / attempts_per_worker`); `+Inf` follows.
@@ -211,7 +211,7 @@ pub(super) async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), 
 
 /// Serve the simulated tool(s) on `listener` until `shutdown` completes.
 /// `cfg.listen` is not used: the listener is already bound.
-pub async fn serve(
+pub(crate) async fn serve(
     cfg: SimConfig,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,

@@ -1,7 +1,6 @@
 //! AIMD: additive increase, multiplicative decrease, after Netflix
-//!
 //! concurrency-limits' `AIMDLimit`.
-//! 
+//!
 //! Why it exists: the simplest published baseline the governor is compared
 //! with, its update rule pinned by a test against its source's formula.
 //!

@@ -1,7 +1,6 @@
 //! CUBIC: a cubic window growth after RFC 9438, one bench window as one
-//!
 //! RTT.
-//! 
+//!
 //! Why it exists: the congestion-control baseline the governor is compared
 //! with, its update rule pinned by a test against the RFC's formulas.
 //!

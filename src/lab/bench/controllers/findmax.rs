@@ -1,6 +1,5 @@
 //! Findmax: a stepped capacity search after NoSQLBench's `findmax`.
 //!
-//! 
 //! Why it exists: the search baseline the governor is compared with (find
 //! the best rate once, then hold it), its steps pinned by tests.
 //!

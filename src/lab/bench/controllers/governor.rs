@@ -1,7 +1,6 @@
 //! The governor as a bench controller: the real governor, every profile,
-//!
 //! with or without the latency bound.
-//! 
+//!
 //! Why it exists: the bench must measure the governor the live loop runs,
 //! not a model of it, and feed the live capacity estimate as the engine does.
 //!

@@ -1,7 +1,6 @@
 //! Gradient: Envoy's adaptive-concurrency gradient controller, on the
-//!
 //! success ratio.
-//! 
+//!
 //! Why it exists: the proxy baseline the governor is compared with, its
 //! update rule pinned by a test against Envoy's formula.
 //!

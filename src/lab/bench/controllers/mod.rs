@@ -38,8 +38,8 @@
 mod aimd;
 mod cubic;
 mod findmax;
-mod gradient;
 mod governor;
+mod gradient;
 mod oracle;
 #[cfg(test)]
 mod tests;
@@ -48,6 +48,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::governor::latency::DEFAULT_LOW_FRACTION;
+use crate::governor::{Params, Profile};
 pub use aimd::{Aimd, AIMD_BACKOFF};
 pub use cubic::{Cubic, CUBIC_BETA, CUBIC_C};
 pub use findmax::{
@@ -57,8 +59,6 @@ pub use findmax::{
 pub use governor::Governor;
 pub use gradient::{Gradient, GRADIENT_MAX, GRADIENT_MIN};
 pub use oracle::{Oracle, ORACLE_SHARE};
-use crate::governor::latency::DEFAULT_LOW_FRACTION;
-use crate::governor::{Params, Profile};
 
 /// The quantile that the latency bound holds: p99.
 pub const LATENCY_QUANTILE: f64 = 0.99;

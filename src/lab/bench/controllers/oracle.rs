@@ -1,7 +1,6 @@
 //! The oracle: 95 % of the true capacity, the reference no real
-//!
 //! controller can reach.
-//! 
+//!
 //! Why it exists: the bench's metrics need a best case to read the other
 //! controllers against.
 //!
