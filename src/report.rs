@@ -4,7 +4,7 @@
 //! at the declared failure bound, and that number is what users run the tool
 //! for. But a load figure taken while failures are high is an artefact of
 //! saturation, so a report must say which of the two it shows. Steadiness is
-//! decided by the steady-state rule ([`steady`], pooling by level in
+//! decided by the steady-state rule ([`steady`](mod@steady), pooling by level in
 //! [`levels`]); this module renders the report as JSON, as text, and as one
 //! self-contained HTML file with an inline SVG chart ([`html`], no network
 //! fetches), and gives the capacity estimate ([`estimate`]) that [`live`]

@@ -2,9 +2,9 @@
 //! each level's failure ratio.
 //!
 //! Why it exists: the capacity figure is a level's pooled evidence, not one
-//! window's, and both the steady-state rule ([`super::steady`]) and the
+//! window's, and both the steady-state rule ([`super::steady`](mod@super::steady)) and the
 //! live estimate ([`super::estimate`]) pool the same way. A level is one
-//! additive probe step wide (the module docs of [`super::steady`] give the
+//! additive probe step wide (the module docs of [`super::steady`](mod@super::steady) give the
 //! width), so a probing climb moves about one level per window.
 //!
 //! What it may touch: nothing but the windows it is given.

@@ -9,7 +9,8 @@
 //! calls a window a *breach* by the same declared bound: `frac > high`.
 //!
 //! What it may touch: [`crate::governor`] (the governor controllers drive the
-//! real [`ThrottleGovernor`]). Nothing here does I/O or reads a clock.
+//! real [`ThrottleGovernor`](crate::governor::ThrottleGovernor)). Nothing
+//! here does I/O or reads a clock.
 //!
 //! The rules, in one place (`n` resolved attempts, `f` failures,
 //! `frac = f / n`; a window with `n = 0` changes nothing anywhere):
@@ -19,7 +20,7 @@
 //! | `governor` | `GOVERNOR.md`, exactly (`profile = "seed"`) | |
 //! | `governor-robust` | [`crate::governor::robust`] | |
 //! | `governor-gentle` | the default profile: robust's rules with [`crate::governor::robust::Tunables::GENTLE`] | |
-//! | `governor-latency`, `governor-robust-latency`, `governor-gentle-latency` | the same three, through [`ThrottleGovernor::step_with_latency`] with the latency bound on: the window's p99 at most [`LATENCY_BOUND`] base latencies (clean below 80 % of it) | |
+//! | `governor-latency`, `governor-robust-latency`, `governor-gentle-latency` | the same three, through [`ThrottleGovernor::step_with_latency`](crate::governor::ThrottleGovernor::step_with_latency) with the latency bound on: the window's p99 at most [`LATENCY_BOUND`] base latencies (clean below 80 % of it) | |
 //! | `aimd` | `L = floor(0.9 L)` | `L = L + 1` |
 //! | `cubic` | `W_max = W` (or `W (1 + β) / 2` if `W < W_max`), `W = β W`, `K = cbrt(W_max (1 - β) / C)`, `t = 0` | slow start `W = 2 W` until the first breach; then `t += 1`, `W = max(min(max(W_cubic(t), W), 1.5 W), W_est)` |
 //! | `gradient` | `L = clamp((1 - frac) / (1 - high), 0.5, 2) L`, then `L = L + sqrt(L)` | (the same rule) |
