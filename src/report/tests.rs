@@ -2,6 +2,7 @@
 //! hand-written shapes, and histories made by the real governor against a
 //! model wall.
 
+use super::levels::wilson;
 use super::*;
 use crate::governor::{Control, Params, Profile, ThrottleGovernor};
 use crate::lab::sim::rng::SplitMix64;

@@ -2,6 +2,7 @@
 //! fast run (one seed, few windows, every model and controller) is the one
 //! `.ci/run` executes; the full table is produced by the documented command.
 
+use super::goals::goals_of;
 use super::*;
 
 fn fast_plan() -> BenchPlan {

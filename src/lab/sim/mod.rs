@@ -29,10 +29,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use thiserror::Error;
-use tokio::net::TcpListener;
 
 pub use model::{ModelConfig, ModelError, ModelKind, TargetModel, TickResult};
-pub use server::{serve, spawn, SimConfig, SimHandle};
+use server::serve;
+pub use server::{spawn, SimConfig, SimHandle};
 
 /// Arguments of `throttle-governor sim`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -160,13 +160,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), SimError> {
     let cfg = args.to_config()?;
-    let listener = TcpListener::bind(cfg.listen)
-        .await
-        .map_err(|source| SimError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(SimError::Serve)?;
+    let (listener, addr) = server::bind(cfg.listen).await?;
     tracing::info!(
         %addr,
         model = %cfg.model.kind,

@@ -83,29 +83,23 @@
 //! folded in: `p' = 1 - (1 - p)(1 - noise)` (and a further `(1 - 0.02)` for
 //! `noisy`).
 
-use std::fmt;
-
-use clap::ValueEnum;
-use serde::{Deserialize, Serialize};
-use thiserror::Error;
+mod config;
+mod curves;
+mod latency;
 
 use super::rng::SplitMix64;
+pub use config::{
+    ModelConfig, ModelError, ModelKind, DEFAULT_ATTEMPTS_PER_WORKER, DEFAULT_RUN_TICKS,
+};
+use curves::{cliff, fast_fail, knee, queueing, rejector, rejector_load, FAST_FAIL_SPEEDUP};
+pub use latency::{
+    latency_capacity, queueing_failure_capacity, TickLatency, QUEUEING_SPREAD, QUEUEING_TIMEOUT,
+};
 
-/// Attempts per worker per tick, for every model but `noisy`.
-pub const DEFAULT_ATTEMPTS_PER_WORKER: f64 = 10.0;
-/// Default run length in ticks (5 minutes at 100 ms), for `step` and `warming`.
-pub const DEFAULT_RUN_TICKS: u64 = 3_000;
 /// Offers above this many workers are treated as this many.
 pub const MAX_OFFER: f64 = 1e12;
-
-/// `cliff`: capacity lost per unit of excess load factor.
-const CLIFF_SLOPE: f64 = 4.0;
-/// `knee`: steepness of the logistic in `x`.
-const KNEE_STEEPNESS: f64 = 25.0;
 /// `warming`: final capacity as a multiple of the initial one.
 const WARMING_FACTOR: f64 = 3.0;
-/// `noisy`: attempts per tick at an offer equal to capacity.
-const NOISY_ATTEMPTS_AT_CAPACITY: f64 = 1.5;
 /// `noisy`: background failure probability.
 const NOISY_BACKGROUND: f64 = 0.02;
 /// `metastable`: a tick is heavy above this multiple of nominal capacity.
@@ -126,190 +120,6 @@ const BURST_START: f64 = 0.032;
 const BURST_MAX_TICKS: u64 = 3;
 /// `bursts`: the range of a burst's failure probability.
 const BURST_FAILURES: (f64, f64) = (0.3, 0.6);
-/// `fast-fail`: how many times faster a rejected attempt returns.
-const FAST_FAIL_SPEEDUP: f64 = 20.0;
-/// `queueing`: the client timeout, in base latencies (`T_o = 4 base`).
-pub const QUEUEING_TIMEOUT: f64 = 4.0;
-/// `queueing`: the half-width of the uniform latency shape, as a share of
-/// the mean (`[0.5 L, 1.5 L]`).
-pub const QUEUEING_SPREAD: f64 = 0.5;
-
-/// Which target model to simulate. The formulas are in the module docs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-#[value(rename_all = "kebab-case")]
-pub enum ModelKind {
-    /// Fragile: goodput collapses past capacity.
-    Cliff,
-    /// Robust: the excess over capacity is cleanly rejected.
-    Rejector,
-    /// Failures rise smoothly (logistic) around capacity.
-    Knee,
-    /// Capacity halves at 1/3 of the run and recovers at 2/3.
-    Step,
-    /// Capacity rises linearly to 3x over the run.
-    Warming,
-    /// Tiny samples and 2 % background failures.
-    Noisy,
-    /// Failures resolve one tick after the overload that caused them.
-    Lagged,
-    /// Retries amplify failures; heavy overload degrades capacity for a while.
-    Metastable,
-    /// Failed attempts are retried and count as load.
-    RetryChurn,
-    /// Capacity drifts slowly along a sinusoid.
-    Drift,
-    /// Load-independent failure bursts of 1 to 3 ticks.
-    Bursts,
-    /// Rejections return 20x faster, so the failure fraction overstates the
-    /// overload.
-    FastFail,
-    /// A queue: latency grows with load, failures stay 0 until the client
-    /// timeout.
-    Queueing,
-}
-
-impl ModelKind {
-    /// Every model, in declaration order.
-    pub const ALL: [ModelKind; 13] = [
-        ModelKind::Cliff,
-        ModelKind::Rejector,
-        ModelKind::Knee,
-        ModelKind::Step,
-        ModelKind::Warming,
-        ModelKind::Noisy,
-        ModelKind::Lagged,
-        ModelKind::Metastable,
-        ModelKind::RetryChurn,
-        ModelKind::Drift,
-        ModelKind::Bursts,
-        ModelKind::FastFail,
-        ModelKind::Queueing,
-    ];
-
-    /// The kebab-case name, as on the command line and in serde.
-    pub fn name(self) -> &'static str {
-        match self {
-            ModelKind::Cliff => "cliff",
-            ModelKind::Rejector => "rejector",
-            ModelKind::Knee => "knee",
-            ModelKind::Step => "step",
-            ModelKind::Warming => "warming",
-            ModelKind::Noisy => "noisy",
-            ModelKind::Lagged => "lagged",
-            ModelKind::Metastable => "metastable",
-            ModelKind::RetryChurn => "retry-churn",
-            ModelKind::Drift => "drift",
-            ModelKind::Bursts => "bursts",
-            ModelKind::FastFail => "fast-fail",
-            ModelKind::Queueing => "queueing",
-        }
-    }
-
-    /// Whether the model reports a latency per tick (`queueing` only).
-    pub fn has_latency(self) -> bool {
-        self == ModelKind::Queueing
-    }
-
-    /// The default attempts per worker per tick for a target of `capacity`
-    /// workers: 10, or `1.5 / capacity` for `noisy` (tiny samples).
-    pub fn default_attempts_per_worker(self, capacity: f64) -> f64 {
-        match self {
-            ModelKind::Noisy if capacity > 0.0 => NOISY_ATTEMPTS_AT_CAPACITY / capacity,
-            _ => DEFAULT_ATTEMPTS_PER_WORKER,
-        }
-    }
-}
-
-impl fmt::Display for ModelKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A target model's parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelConfig {
-    /// Which model.
-    pub kind: ModelKind,
-    /// Nominal capacity `C`, in workers (finite, > 0).
-    pub capacity: f64,
-    /// Attempts each worker makes per tick (finite, > 0).
-    pub attempts_per_worker: f64,
-    /// Background failure probability per attempt, in [0, 1). When > 0,
-    /// failures are drawn binomially.
-    pub noise: f64,
-    /// Seed of the PRNG.
-    pub seed: u64,
-    /// Run length `T` in ticks (>= 1), for `step`, `warming` and `drift`.
-    pub run_ticks: u64,
-    /// Draw fresh attempts as `Poisson(w a)` (and failures binomially).
-    pub poisson: bool,
-    /// `lagged`: ticks a failure takes to resolve (1 or more).
-    pub lag_ticks: u32,
-}
-
-impl ModelConfig {
-    /// A config with the defaults: the kind's attempts per worker, no noise,
-    /// seed 1, [`DEFAULT_RUN_TICKS`].
-    pub fn new(kind: ModelKind, capacity: f64) -> Self {
-        ModelConfig {
-            kind,
-            capacity,
-            attempts_per_worker: kind.default_attempts_per_worker(capacity),
-            noise: 0.0,
-            seed: 1,
-            run_ticks: DEFAULT_RUN_TICKS,
-            poisson: false,
-            lag_ticks: 1,
-        }
-    }
-
-    /// Check every field; all problems are reported, not just the first.
-    pub fn validate(&self) -> Result<(), Vec<ModelError>> {
-        let mut errors = Vec::new();
-        if !(self.capacity.is_finite() && self.capacity > 0.0) {
-            errors.push(ModelError::Capacity(self.capacity));
-        }
-        if !(self.attempts_per_worker.is_finite() && self.attempts_per_worker > 0.0) {
-            errors.push(ModelError::AttemptsPerWorker(self.attempts_per_worker));
-        }
-        if !(0.0..1.0).contains(&self.noise) {
-            errors.push(ModelError::Noise(self.noise));
-        }
-        if self.run_ticks == 0 {
-            errors.push(ModelError::RunTicks);
-        }
-        if self.lag_ticks == 0 {
-            errors.push(ModelError::LagTicks);
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
-    }
-}
-
-/// An invalid [`ModelConfig`] field.
-#[derive(Debug, Error, Clone, PartialEq)]
-pub enum ModelError {
-    /// Capacity not finite and positive.
-    #[error("`capacity` must be a finite number of workers > 0, e.g. 120 (got {0})")]
-    Capacity(f64),
-    /// Attempts per worker not finite and positive.
-    #[error("`attempts_per_worker` must be a finite number > 0, e.g. 10 (got {0})")]
-    AttemptsPerWorker(f64),
-    /// Noise outside [0, 1).
-    #[error("`noise` must be a failure probability in [0, 1), e.g. 0.01 (got {0})")]
-    Noise(f64),
-    /// Zero run length.
-    #[error("`run_ticks` must be at least 1 (the run length in ticks)")]
-    RunTicks,
-    /// Zero lag.
-    #[error("`lag_ticks` must be at least 1 (ticks a failure takes to resolve)")]
-    LagTicks,
-}
 
 /// What one tick resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -325,75 +135,6 @@ pub struct TickResult {
     /// `None` for every other model).
     pub latency: Option<TickLatency>,
 }
-
-/// One tick's latency distribution (`queueing`), in ticks: attempts spread
-/// evenly over `[0.5 mean, 1.5 mean]`, the slowest observed at the timeout.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TickLatency {
-    /// The service time at light load, `1 / a` ticks.
-    pub base: f64,
-    /// The mean time in the system before the timeout, `base max(1, x)`.
-    pub mean: f64,
-    /// The client timeout, `4 base`: slower attempts fail and are observed
-    /// here.
-    pub timeout: f64,
-}
-
-impl TickLatency {
-    /// The `q` quantile of the observed latency: `min(mean (0.5 + q),
-    /// timeout)` (`q` is clamped into [0, 1]).
-    pub fn quantile(&self, q: f64) -> f64 {
-        let q = if q.is_nan() { 0.0 } else { q.clamp(0.0, 1.0) };
-        let spread = 1.0 - QUEUEING_SPREAD + 2.0 * QUEUEING_SPREAD * q;
-        (self.mean * spread).min(self.timeout)
-    }
-
-    /// The share of attempts observed at or under `t` ticks (the CDF):
-    /// `clamp(t / mean - 0.5, 0, 1)` below the timeout, 1 from it on.
-    pub fn share_within(&self, t: f64) -> f64 {
-        if t >= self.timeout {
-            return 1.0;
-        }
-        let low = 1.0 - QUEUEING_SPREAD;
-        ((t / self.mean - low) / (2.0 * QUEUEING_SPREAD)).clamp(0.0, 1.0)
-    }
-}
-
-impl TickLatency {
-    /// The mean observed latency, `E[min(L s, timeout)]` (a timed-out
-    /// attempt is observed at the timeout): `mean` when nothing times out.
-    pub fn observed_mean(&self) -> f64 {
-        let (l, t) = (self.mean, self.timeout);
-        let (lo, hi) = (l * (1.0 - QUEUEING_SPREAD), l * (1.0 + QUEUEING_SPREAD));
-        if t >= hi {
-            l
-        } else if t <= lo {
-            t
-        } else {
-            // Uniform density 1 / (hi - lo) up to t, then the mass at t.
-            let below = (t * t - lo * lo) / (2.0 * (hi - lo));
-            below + t * (hi - t) / (hi - lo)
-        }
-    }
-}
-
-/// `queueing`: the highest offer, in workers, whose `q` quantile stays at or
-/// under `bound` (`bound` in the unit of `base`): `C bound / ((0.5 + q)
-/// base)`. `None` when no offer has that property: the bound is under the
-/// light-load quantile `(0.5 + q) base` (every offer breaks it) or at or
-/// past the timeout `4 base` (no offer does; the quantile is capped there).
-pub fn latency_capacity(capacity: f64, base: f64, q: f64, bound: f64) -> Option<f64> {
-    let spread = 1.0 - QUEUEING_SPREAD + 2.0 * QUEUEING_SPREAD * q.clamp(0.0, 1.0);
-    let idle = spread * base;
-    (idle <= bound && bound < QUEUEING_TIMEOUT * base).then(|| capacity * bound / idle)
-}
-
-/// `queueing`: the offer at which a share `frac` of attempts times out,
-/// `C 4 / (1.5 - frac)` (for `frac` in [0, 1)): `2.759 C` at 5 %.
-pub fn queueing_failure_capacity(capacity: f64, frac: f64) -> f64 {
-    capacity * QUEUEING_TIMEOUT / (1.0 + QUEUEING_SPREAD - frac.clamp(0.0, 1.0))
-}
-
 impl TickResult {
     /// Successful attempts.
     pub fn successes(&self) -> u64 {
@@ -577,12 +318,7 @@ impl TargetModel {
         let retries = self.retry_backlog.min(budget);
         let total = fresh.saturating_add(retries);
         let apw = self.cfg.attempts_per_worker;
-        let p = if total == 0 {
-            0.0
-        } else {
-            (total as f64 - capacity * apw).max(0.0) / total as f64
-        };
-        let failures = self.draw_failures(total, p);
+        let failures = self.draw_failures(total, rejector_load(total, capacity, apw));
         self.retry_backlog = failures;
         self.degraded_ticks = self.degraded_ticks.saturating_sub(1);
         if total as f64 > METASTABLE_HEAVY * self.cfg.capacity * apw {
@@ -630,65 +366,6 @@ fn diffuse(expected: f64, carry: &mut f64) -> u64 {
     *carry = v - n;
     // Saturating cast; `n` is finite and non-negative.
     n as u64
-}
-
-/// `rejector`: the excess over capacity fails.
-fn rejector(offer: f64, capacity: f64) -> f64 {
-    if offer <= 0.0 {
-        0.0
-    } else {
-        (offer - capacity).max(0.0) / offer
-    }
-}
-
-/// The excess of `total` attempts over a capacity of `capacity` workers
-/// making `apw` attempts each, as a failure probability.
-fn rejector_load(total: u64, capacity: f64, apw: f64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        (total as f64 - capacity * apw).max(0.0) / total as f64
-    }
-}
-
-/// `fast-fail`: the closed-loop rejection probability when rejections
-/// return [`FAST_FAIL_SPEEDUP`] times faster: `20 (r - 1) / (20 (r - 1) + 1)`.
-fn fast_fail(offer: f64, capacity: f64) -> f64 {
-    let excess = FAST_FAIL_SPEEDUP * (offer / capacity - 1.0);
-    if excess <= 0.0 {
-        0.0
-    } else {
-        excess / (excess + 1.0)
-    }
-}
-
-/// `queueing`: the timeout share `clamp(1.5 - 4 / x, 0, 1)`.
-fn queueing(offer: f64, capacity: f64) -> f64 {
-    if offer <= 0.0 {
-        return 0.0;
-    }
-    let x = offer / capacity;
-    (1.0 + QUEUEING_SPREAD - QUEUEING_TIMEOUT / x).clamp(0.0, 1.0)
-}
-
-/// `cliff`: goodput `g = max(0, 1 - 4 (x - 1))` of capacity past `x = 1`.
-fn cliff(offer: f64, capacity: f64) -> f64 {
-    let x = offer / capacity;
-    if x <= 1.0 {
-        0.0
-    } else {
-        let goodput = (1.0 - CLIFF_SLOPE * (x - 1.0)).max(0.0);
-        1.0 - goodput / x
-    }
-}
-
-/// `knee`: logistic in the load factor, centred at capacity.
-fn knee(offer: f64, capacity: f64) -> f64 {
-    if offer <= 0.0 {
-        return 0.0;
-    }
-    let x = offer / capacity;
-    1.0 / (1.0 + (-KNEE_STEEPNESS * (x - 1.0)).exp())
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Each model against its definition in the module docs.
 
+use clap::ValueEnum;
 use proptest::prelude::*;
 
+use super::curves::{knee, queueing};
 use super::*;
 
 const C: f64 = 100.0;
