@@ -35,7 +35,8 @@ async fn artillery(target: String) -> Option<Rig> {
     let listen = format!("127.0.0.1:{}", free_port());
     let port = free_port();
     // The ceiling from the harness, whatever the shipped file says.
-    let phases = format!(r#"{{"config":{{"phases":[{{"arrivalCount":{CEILING},"duration":1}}]}}}}"#);
+    let phases =
+        format!(r#"{{"config":{{"phases":[{{"arrivalCount":{CEILING},"duration":1}}]}}}}"#);
     let mut cmd = Command::new("node");
     cmd.current_dir(&dir.0)
         .env("ARTILLERY_DISABLE_TELEMETRY", "true")

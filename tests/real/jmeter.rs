@@ -37,7 +37,10 @@ async fn jmeter(target: String) -> Option<Rig> {
     if !require_tool("java") {
         return None;
     }
-    shipped("jmeter/src/dev/throttlegovernor/jmeter/ThrottleGate.java", "jmeter.md");
+    shipped(
+        "jmeter/src/dev/throttlegovernor/jmeter/ThrottleGate.java",
+        "jmeter.md",
+    );
     let plan = shipped("jmeter/governed.jmx", "jmeter.md");
     let (host, port) = target
         .trim_start_matches("http://")
