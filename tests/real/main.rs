@@ -1,6 +1,7 @@
 //! Real load tools governed over real sockets, one test binary: Locust (one
 //! process and with workers), k6 (REST API, remote-write to Prometheus,
-//! pull), Goose, Python harnesses through the pull control, pushed counters
+//! pull), Goose, Python harnesses, Artillery and
+//! JMeter (their shipped gates) through the pull control, pushed counters
 //! (direct and through a Pushgateway), and the latency sources.
 //!
 //! Every path runs with the config a new user writes (no `profile` key), so
@@ -21,7 +22,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod artillery;
 mod goose;
+mod jmeter;
 mod k6;
 mod k6_remote_write;
 mod latency;

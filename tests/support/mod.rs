@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+pub mod gated;
 pub mod goals;
 pub mod procs;
 pub mod pull;
