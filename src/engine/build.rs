@@ -22,7 +22,8 @@ use crate::config::{ControlConfig, SignalConfig, TargetConfig};
 use crate::control::pull::{PullBoard, PullKey, PullKnob};
 use crate::control::{http, Actuator, Confirm, ControlError, KnobApi, ReadBack};
 use crate::signal::latency::LatencySource;
-use crate::signal::{prometheus, promql, push, CounterSource};
+use crate::signal::push::{self, PushStore};
+use crate::signal::{prometheus, promql, CounterSource};
 use crate::state::StateStore;
 use crate::telemetry::export::Exporter;
 use crate::telemetry::Telemetry;
@@ -91,16 +92,28 @@ pub struct Builder {
     client: reqwest::Client,
     tls: Arc<Mutex<HashMap<String, reqwest::Client>>>,
     telemetry: Arc<Telemetry>,
+    /// Where `push` sources are registered (the HTTP surface feeds it).
+    push: Arc<PushStore>,
+    /// Where `pull` knobs publish (the HTTP surface serves it).
+    pull: PullBoard,
     opts: RunOptions,
 }
 
 impl Builder {
-    /// A builder with a new shared client.
-    pub fn new(telemetry: Arc<Telemetry>, opts: RunOptions) -> Result<Self, BuildError> {
+    /// A builder with a new shared client; `push` sources register with
+    /// `push`, `pull` knobs publish on `pull`.
+    pub fn new(
+        telemetry: Arc<Telemetry>,
+        push: Arc<PushStore>,
+        pull: PullBoard,
+        opts: RunOptions,
+    ) -> Result<Self, BuildError> {
         Ok(Builder {
             client: http_client()?,
             tls: Arc::default(),
             telemetry,
+            push,
+            pull,
             opts,
         })
     }
@@ -113,6 +126,16 @@ impl Builder {
     /// The telemetry targets report to.
     pub fn telemetry(&self) -> &Arc<Telemetry> {
         &self.telemetry
+    }
+
+    /// The store `push` sources are registered with.
+    pub fn push_store(&self) -> &PushStore {
+        &self.push
+    }
+
+    /// The board `pull` knobs publish on.
+    pub fn pull_board(&self) -> &PullBoard {
+        &self.pull
     }
 
     /// The client for a TLS config: the shared one when it is empty, else
@@ -143,9 +166,9 @@ impl Builder {
     ) -> Result<(Arc<dyn CounterSource>, Actuator, f64), String> {
         let signal_client = self.client_for(spec.signal.tls())?;
         let control_client = self.client_for(spec.control.tls())?;
-        let source = source_with(&spec.signal, signal_client, Some(&self.telemetry))?;
+        let source = source_with(&spec.signal, signal_client, Some(&self.push))?;
         let seat = PullSeat {
-            board: &self.telemetry.pull,
+            board: &self.pull,
             key: PullKey {
                 target: t.name.clone(),
                 member: t.is_group().then(|| spec.name.clone()),
@@ -268,7 +291,7 @@ pub fn source(
 fn source_with(
     cfg: &SignalConfig,
     client: reqwest::Client,
-    telemetry: Option<&Arc<Telemetry>>,
+    store: Option<&PushStore>,
 ) -> Result<Arc<dyn CounterSource>, String> {
     Ok(match cfg {
         SignalConfig::Prometheus(p) => Arc::new(prometheus::PrometheusSource::new(p, client)?),
@@ -278,8 +301,8 @@ fn source_with(
         SignalConfig::Promql(q) => Arc::new(promql::PromqlSource::new(q, client)?),
         SignalConfig::Push(p) => {
             let source = push::PushSource::new(p)?;
-            if let Some(t) = telemetry {
-                t.push.register(source.inbox());
+            if let Some(store) = store {
+                store.register(source.inbox());
             }
             Arc::new(source)
         }
@@ -305,7 +328,7 @@ pub fn actuator(
     )
 }
 
-/// Where a `pull` knob publishes: the board the telemetry server answers
+/// Where a `pull` knob publishes: the board the HTTP surface answers
 /// pulls from, what it serves there, and a group member's address (for
 /// `?instance=ADDR`).
 struct PullSeat<'a> {
@@ -444,7 +467,9 @@ confirm_interval = "10ms"
     #[tokio::test]
     async fn a_pull_control_publishes_on_the_board_the_server_answers_from() {
         let tel = Arc::new(Telemetry::with_history(10));
-        let builder = Builder::new(tel.clone(), RunOptions::default()).unwrap();
+        let board = PullBoard::default();
+        let builder =
+            Builder::new(tel, Arc::default(), board.clone(), RunOptions::default()).unwrap();
         let config = Config::parse(PULL).unwrap();
         let t = &config.targets[0];
         let spec = MemberSpec {
@@ -458,7 +483,7 @@ confirm_interval = "10ms"
         let now = std::time::Instant::now;
         // Registered at build time: asked before any offer, "not yet".
         assert!(matches!(
-            tel.pull.pull("k6", None, "vu-1", now()),
+            board.pull("k6", None, "vu-1", now()),
             Err(PullError::NoOffer(_))
         ));
         // Published, but nobody pulls: unconfirmed, never assumed.
@@ -467,7 +492,7 @@ confirm_interval = "10ms"
             matches!(outcome, WriteOutcome::Unconfirmed { .. }),
             "{outcome:?}"
         );
-        assert_eq!(tel.pull.pull("k6", None, "vu-1", now()).unwrap().offer, 5.0);
+        assert_eq!(board.pull("k6", None, "vu-1", now()).unwrap().offer, 5.0);
         assert_eq!(actuator.committed().await.unwrap(), 5.0);
         let outcome = actuator.write_confirmed(5.0).await;
         assert!(

@@ -242,14 +242,14 @@ impl Roster {
             built.push((t.clone(), task, change));
         }
         inner
-            .telemetry
-            .push
+            .builder
+            .push_store()
             .configure(&new.server.push)
             .map_err(ReloadError::Push)?;
         let pull_token = new.server.pull.token().map_err(ReloadError::Pull)?;
         inner
-            .telemetry
-            .pull
+            .builder
+            .pull_board()
             .configure(pull_token, new.server.pull.max_clients);
         if new.server.listen != inner.listen {
             warn!(
@@ -267,6 +267,7 @@ impl Roster {
                     e.stop(false).await;
                 }
                 inner.telemetry.unregister(name);
+                inner.builder.pull_board().remove_target(name);
                 summary.removed.push(name.clone());
             }
         }

@@ -33,15 +33,15 @@
 //! frees up again once a burst of keys stops (issue 27: after 10,000 keys
 //! every new one was refused for good).
 //!
-//! What it may touch: nothing but its own state; the HTTP handler
-//! ([`handle`]) is mounted by `telemetry::server`.
+//! What it may touch: nothing but its own state. The HTTP side (the
+//! token, content type, body limit and deadline) is `http::push`, which
+//! calls [`PushStore::ingest`].
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use axum::http::{header, HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use thiserror::Error;
 
 use super::exposition::{for_each_sample, is_label_name, Limits};
@@ -102,7 +102,8 @@ pub enum PushError {
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl PushError {
-    fn status(&self) -> StatusCode {
+    /// The HTTP status a refused push is answered with.
+    pub fn status(&self) -> StatusCode {
         match self {
             PushError::Unauthorized => StatusCode::UNAUTHORIZED,
             PushError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -449,7 +450,9 @@ impl PushStore {
         inner.inboxes.push(Arc::downgrade(inbox));
     }
 
-    fn guards(&self) -> (usize, usize, Option<String>) {
+    /// The guards in force: the body limit (bytes), the sample limit, and
+    /// the bearer token pushes must present (None: none required).
+    pub fn guards(&self) -> (usize, usize, Option<String>) {
         let inner = lock_(&self.inner);
         (inner.max_body_bytes, inner.max_samples, inner.token.clone())
     }
@@ -611,95 +614,6 @@ impl PushStore {
         }
         Ok(taken)
     }
-}
-
-/// The HTTP handler of `PUT`/`POST`/`DELETE /metrics/job/...`: the
-/// response, and the bounded result label the server counts it under.
-pub async fn handle(
-    store: &PushStore,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    body: axum::body::Body,
-) -> (Response, &'static str) {
-    let result = receive(store, method, path, headers, body).await;
-    let label = match &result {
-        Ok(_) => "accepted",
-        Err(e) => e.result(),
-    };
-    let response = match result {
-        Ok(_) => StatusCode::OK.into_response(),
-        Err(e) => {
-            let mut resp = (e.status(), format!("{e}\n")).into_response();
-            if matches!(e, PushError::Unauthorized) {
-                resp.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    header::HeaderValue::from_static("Bearer"),
-                );
-            }
-            resp
-        }
-    };
-    (response, label)
-}
-
-async fn receive(
-    store: &PushStore,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    body: axum::body::Body,
-) -> Result<usize, PushError> {
-    let (max_body, _, token) = store.guards();
-    if let Some(expected) = token {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(token::bearer)
-            .unwrap_or("");
-        if !token::matches(presented, &expected) {
-            return Err(PushError::Unauthorized);
-        }
-    }
-    let grouping = path.strip_prefix("/metrics/").unwrap_or(path);
-    let method = match *method {
-        Method::PUT => PushMethod::Put,
-        Method::POST => PushMethod::Post,
-        _ => PushMethod::Delete,
-    };
-    if method == PushMethod::Delete {
-        return store.ingest(method, grouping, "");
-    }
-    if let Some(ct) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        if ct.contains("protobuf") {
-            return Err(PushError::Unsupported(ct.to_string()));
-        }
-    }
-    if let Some(enc) = headers.get(header::CONTENT_ENCODING) {
-        let enc = enc.to_str().unwrap_or("?");
-        if enc != "identity" {
-            return Err(PushError::Unsupported(format!("Content-Encoding: {enc}")));
-        }
-    }
-    if headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > max_body)
-    {
-        return Err(PushError::TooLarge(max_body));
-    }
-    let bytes = tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, max_body))
-        .await
-        .map_err(|_| PushError::Timeout(BODY_READ_TIMEOUT))?
-        .map_err(|_| PushError::TooLarge(max_body))?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| {
-        PushError::Path("the body is not UTF-8 text".into()) // reported as bad_request
-    })?;
-    store.ingest(method, grouping, text)
 }
 
 fn lock_<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
