@@ -13,10 +13,9 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::{Lifecycle, TargetTask};
 use crate::adapters::{goose, k6, locust};
 use crate::auth::TlsConfig;
-use crate::config::group::{static_members, MemberSpec};
+use crate::config::group::MemberSpec;
 use crate::config::latency::{LatencyConfig, LatencySourceSpec};
 use crate::config::{ControlConfig, SignalConfig, TargetConfig};
 use crate::control::pull::{PullBoard, PullKey, PullKnob};
@@ -25,7 +24,6 @@ use crate::signal::latency::LatencySource;
 use crate::signal::push::{self, PushStore};
 use crate::signal::{prometheus, promql, CounterSource};
 use crate::state::StateStore;
-use crate::telemetry::export::Exporter;
 use crate::telemetry::Telemetry;
 
 /// Options of `run` beyond the config file.
@@ -89,14 +87,14 @@ pub fn http_client() -> Result<reqwest::Client, BuildError> {
 /// Builds targets; holds the clients and the telemetry they report to.
 #[derive(Debug, Clone)]
 pub struct Builder {
-    client: reqwest::Client,
+    pub(super) client: reqwest::Client,
     tls: Arc<Mutex<HashMap<String, reqwest::Client>>>,
-    telemetry: Arc<Telemetry>,
+    pub(super) telemetry: Arc<Telemetry>,
     /// Where `push` sources are registered (the HTTP surface feeds it).
     push: Arc<PushStore>,
     /// Where `pull` knobs publish (the HTTP surface serves it).
     pull: PullBoard,
-    opts: RunOptions,
+    pub(super) opts: RunOptions,
 }
 
 impl Builder {
@@ -185,48 +183,6 @@ impl Builder {
         )
         .map_err(|e| e.to_string())?;
         Ok((source, actuator, default_lag(&spec.signal, t.window)))
-    }
-
-    /// The task of one validated target (single or group).
-    pub fn task(&self, t: &TargetConfig) -> Result<TargetTask, BuildError> {
-        let err = |reason: String| BuildError::Target {
-            target: t.name.clone(),
-            reason,
-        };
-        let params = t.params().map_err(|e| {
-            err(e
-                .iter()
-                .map(|e| e.to_string())
-                .collect::<Vec<_>>()
-                .join("; "))
-        })?;
-        // A single target's one member is made from its config when it is
-        // built (kept, it would be one more copy of the config per target).
-        let static_specs = if t.is_group() {
-            static_members(t).map_err(&err)?
-        } else {
-            // A single target must build: fail now, not in the loop.
-            self.member(t, &single_member(t)).map_err(&err)?;
-            Vec::new()
-        };
-        let latency = t
-            .latency
-            .as_ref()
-            .map(|l| latency_source(t, l, self.client.clone()))
-            .transpose()
-            .map_err(&err)?;
-        Ok(TargetTask {
-            latency,
-            config: Arc::new(t.clone()),
-            params,
-            dry_run: self.opts.dry_run,
-            state: self.opts.state.clone(),
-            steady: self.opts.steady,
-            lifecycle: Lifecycle::default(),
-            builder: self.clone(),
-            exporter: Exporter::new(self.telemetry.clone(), &t.name, t.knob, self.opts.dry_run),
-            static_specs,
-        })
     }
 }
 

@@ -247,11 +247,61 @@ pub enum Event {
         /// A description, when any did not confirm.
         detail: Option<String>,
     },
+    /// A discovered instance cannot be a member (its labels or address).
+    MemberSkipped {
+        /// Its address.
+        member: String,
+        /// Why.
+        error: String,
+    },
+    /// A member's signal or control cannot be built; it is left out.
+    MemberUnbuilt {
+        /// Its name.
+        member: String,
+        /// Why.
+        error: String,
+    },
+    /// A service-discovery source failed; the previous instances are kept.
+    Discovery(SdFailure),
+    /// A write still in flight at shutdown did not finish within the grace.
+    WriteAbandoned,
     /// A robust-profile suggestion, logged once.
     Advice(String),
     /// The live capacity estimate after a window (every window; logged and
     /// moved in the metric only when its figure or state changes).
     Capacity(super::CapacityEstimate),
+}
+
+/// A service-discovery source that failed (the group keeps its previous
+/// instances).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SdFailure {
+    /// A `file_sd` file is not a valid target list.
+    FileParse {
+        /// The file.
+        file: std::path::PathBuf,
+        /// Why.
+        error: String,
+    },
+    /// A `file_sd` file cannot be read.
+    FileRead {
+        /// The file.
+        file: std::path::PathBuf,
+        /// Why.
+        error: String,
+    },
+    /// A `file_sd` file was not read within the timeout.
+    FileTimeout {
+        /// The file.
+        file: std::path::PathBuf,
+    },
+    /// The HTTP SD endpoint failed, or answered something invalid.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Why.
+        error: String,
+    },
 }
 
 /// What happened to a group member.
@@ -736,6 +786,16 @@ impl Exporter {
                     }
                 }
             }
+            Event::MemberSkipped { member, error } => {
+                warn!(target = %name, member = %member, "Discovered instance {member} skipped: {error}");
+            }
+            Event::MemberUnbuilt { member, error } => {
+                warn!(target = %name, member = %member, "{name}: instance {member} cannot be built: {error}");
+            }
+            Event::Discovery(failure) => log_sd_failure(name, &failure),
+            Event::WriteAbandoned => {
+                warn!(target = %name, "In-flight write abandoned at shutdown");
+            }
             Event::Advice(text) => {
                 info!(target = %name, "{name}: {text}");
                 self.update(|s| s.advice = Some(text));
@@ -772,6 +832,28 @@ impl Exporter {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Logs a failed discovery source, with the target as a plain field (as
+/// `target`, not `%target`, so the line reads as it always has).
+fn log_sd_failure(target: &str, failure: &SdFailure) {
+    match failure {
+        SdFailure::FileParse { file, error } => {
+            warn!(target, file = %file.display(), "file_sd: {error}; keeping the previous instances")
+        }
+        SdFailure::FileRead { file, error } => {
+            warn!(target, file = %file.display(), "file_sd: cannot read: {error}; keeping the previous instances")
+        }
+        SdFailure::FileTimeout { file } => {
+            warn!(target, file = %file.display(), "file_sd: read timed out; keeping the previous instances")
+        }
+        SdFailure::Http { url, error } => {
+            warn!(
+                target,
+                url, "http_sd: {error}; keeping the previous instances"
+            )
         }
     }
 }
