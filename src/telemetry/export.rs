@@ -900,6 +900,75 @@ pub fn emit_pull(tel: &Telemetry, pull: Pull<'_>) {
     m.pull_requests.get_or_create(&PullLabels { result }).inc();
 }
 
+/// What a config reload did (`runtime::reload`): not one target's event,
+/// so it has its own value, emitted by [`emit_reload`].
+#[derive(Debug, Clone)]
+pub enum Reload<'a> {
+    /// A target was removed: its status, history and series go.
+    Removed(&'a str),
+    /// A target restarts under the same name: its group members' statuses
+    /// go (the new task reports its own).
+    Restarting(&'a str),
+    /// A new config was applied.
+    Applied {
+        /// What triggered it (`SIGHUP`, a file change).
+        why: &'a str,
+        /// Targets started.
+        added: &'a [String],
+        /// Targets stopped.
+        removed: &'a [String],
+        /// Targets restarted with their governor state.
+        kept_state: &'a [String],
+        /// Targets restarted fresh.
+        restarted: &'a [String],
+        /// How many targets were not touched.
+        unchanged: usize,
+    },
+    /// A new config was rejected; the running one stays in effect.
+    Rejected {
+        /// What triggered it.
+        why: &'a str,
+        /// Why it was rejected.
+        error: String,
+    },
+}
+
+/// Emits one reload step: the status and series of a removed or restarting
+/// target, or `throttle_config_reloads_total{result}` and the log line of a
+/// reload.
+pub fn emit_reload(tel: &Telemetry, reload: Reload<'_>) {
+    match reload {
+        Reload::Removed(name) => tel.unregister(name),
+        Reload::Restarting(name) => tel.set_members(name, None),
+        Reload::Applied {
+            why,
+            added,
+            removed,
+            kept_state,
+            restarted,
+            unchanged,
+        } => {
+            count_reload(tel, "applied");
+            info!(
+                added = ?added, removed = ?removed, kept_state = ?kept_state, restarted = ?restarted,
+                "Config reloaded ({why}): added {:?}, removed {:?}, changed with state kept {:?}, restarted fresh {:?}, unchanged {}",
+                added, removed, kept_state, restarted, unchanged
+            );
+        }
+        Reload::Rejected { why, error } => {
+            count_reload(tel, "rejected");
+            error!("Reload ({why}) rejected; the running config stays in effect: {error}");
+        }
+    }
+}
+
+fn count_reload(tel: &Telemetry, result: &'static str) {
+    tel.metrics
+        .config_reloads
+        .get_or_create(&super::metrics::ReloadLabels { result })
+        .inc();
+}
+
 /// A write outcome in words, for the log.
 pub fn describe(o: &WriteOutcome) -> String {
     match o {
