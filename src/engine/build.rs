@@ -1,11 +1,23 @@
-//! Building targets from the config: the only `match` over signal and
-//! control kinds.
+//! Building targets from the config: the engine's only `match` over signal
+//! and control kinds.
 //!
-//! Why it exists: every other stage works through the [`CounterSource`]
-//! and [`KnobApi`] traits, so adding a kind touches this file and the
-//! kind's own module, nothing else. The [`Builder`] also owns the HTTP
-//! clients: one shared pool for every target, and one per distinct TLS
-//! setting, reused across targets and reloads.
+//! Why it exists: the rest of the engine works through the
+//! [`CounterSource`] and [`KnobApi`] traits and never names a kind. Adding
+//! a signal or control kind touches:
+//! - its own module (a source in `signal` or `adapters`, a knob in
+//!   `control` or `adapters`);
+//! - the config: its variant of `SignalConfig` or `ControlConfig` and the
+//!   kind's config type, and the matches in `src/config.rs` that describe
+//!   and check each kind (`kind`, `lag_description`, `has_offer`,
+//!   `resolve_window`, `tls`, the adapter checks) and, for a latency bound
+//!   read from the tool, `config/latency.rs`;
+//! - this file: the source or actuator it builds ([`source`],
+//!   `actuator_for`), its default lag ([`default_lag`]) and, for a latency
+//!   bound read from the tool, [`latency_source`].
+//!
+//! The [`Builder`] also owns the HTTP clients: one shared pool for every
+//! target, and one per distinct TLS setting, reused across targets and
+//! reloads.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

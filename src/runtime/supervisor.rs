@@ -237,11 +237,6 @@ impl Running {
         self.roster.clone()
     }
 
-    /// A token that stops every target when cancelled.
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
     /// Stops every target (bounded), then the server.
     pub async fn shutdown(mut self, grace: Duration) {
         self.cancel.cancel();

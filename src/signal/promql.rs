@@ -60,8 +60,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION}
 use serde::Deserialize;
 
 use super::http::fetch_text;
-use super::token;
 use super::{Counters, SignalError};
+use crate::auth::token;
 pub use crate::config::promql::{PromqlMode, PromqlSignalConfig};
 pub use crate::promtext::promql::{check_balanced, freshness_query, promql_duration, selectors_in};
 

@@ -28,7 +28,7 @@
 //!
 //! Guards: a body-size limit enforced while reading (and a 3 s deadline for
 //! the body), a sample limit, a cap on grouping keys per target, and an
-//! optional bearer token ([`super::token`]). A grouping key not pushed for
+//! optional bearer token ([`crate::auth::token`]). A grouping key not pushed for
 //! `group_ttl` (default 10 minutes, or 10 windows) is forgotten, so the cap
 //! frees up again once a burst of keys stops (issue 27: after 10,000 keys
 //! every new one was refused for good).
@@ -44,10 +44,11 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use thiserror::Error;
 
-use super::exposition::{for_each_sample, is_label_name, Limits};
-use super::selector::Selector;
-use super::{token, Counters, SignalError};
+use super::{Counters, SignalError};
+use crate::auth::token;
 pub use crate::config::push::{PushServerConfig, PushSignalConfig};
+use crate::promtext::exposition::{for_each_sample, is_label_name, Limits};
+use crate::promtext::selector::Selector;
 
 /// Grouping keys kept per target; more pushers than this are refused.
 pub const MAX_GROUPS_PER_TARGET: usize = 10_000;
@@ -69,7 +70,7 @@ pub enum PushError {
     Path(String),
     /// The body is not valid exposition text.
     #[error("cannot parse the push: {0}")]
-    Parse(#[from] super::exposition::ExpositionError),
+    Parse(#[from] crate::promtext::exposition::ExpositionError),
     /// A pushed sample carries a grouping label with another value.
     #[error("pushed label {label}=\"{pushed}\" conflicts with the grouping key's \"{key}\"")]
     Conflict {
