@@ -139,12 +139,12 @@ impl Builder {
     }
 
     /// The store `push` sources are registered with.
-    pub fn push_store(&self) -> &PushStore {
+    pub(crate) fn push_store(&self) -> &PushStore {
         &self.push
     }
 
     /// The board `pull` knobs publish on.
-    pub fn pull_board(&self) -> &PullBoard {
+    pub(crate) fn pull_board(&self) -> &PullBoard {
         &self.pull
     }
 

@@ -6,7 +6,7 @@
 //! the pure [`step::Core::step`] (the one place a window is decided), emits
 //! the events it returns through the [`Exporter`](crate::telemetry::export::Exporter)
 //! (the one place telemetry is emitted), and hands the shares to each
-//! member's [`writer::Writer`] (the one place a write happens). The loop
+//! member's `writer::Writer` (the one place a write happens). The loop
 //! itself only does I/O.
 //!
 //! - [`task`]: the target task and its loop, and its lifecycle across
@@ -14,12 +14,12 @@
 //! - [`build`]: the only `match` over signal and control kinds.
 //! - [`step`]: the pure window step, with the attribution of windows to
 //!   one offer.
-//! - [`reads`]: one round of reads over every member.
-//! - [`writer`]: a member's source, actuator and writer task, and the last
+//! - `reads`: one round of reads over every member.
+//! - `writer`: a member's source, actuator and writer task, and the last
 //!   write (`on_exit`).
 //! - [`members`]: the small map by member name every stage keeps.
 //! - [`split`]: the split of an offer across instances (pure).
-//! - [`discovery`]: `file_sd` and HTTP SD for groups.
+//! - `discovery`: `file_sd` and HTTP SD for groups.
 //!
 //! Within the engine, `task` imports `build` and nothing imports `task`
 //! back (`build` makes a task through an `impl Builder` block in `task`).
@@ -36,13 +36,13 @@
 //! and the pull board.
 
 pub mod build;
-pub mod discovery;
+pub(crate) mod discovery;
 pub mod members;
-pub mod reads;
+pub(crate) mod reads;
 pub mod split;
 pub mod step;
 pub mod task;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use build::{BuildError, RunOptions};
 pub use task::{Lifecycle, Resume, TargetTask};

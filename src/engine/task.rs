@@ -2,9 +2,9 @@
 //!
 //! Why it exists: this is the loop of the engine (see [`crate::engine`]):
 //! it reconciles the members, publishes the opening offer, then every
-//! window reads every member ([`super::reads`]), steps the pure
+//! window reads every member (`super::reads`), steps the pure
 //! [`Core`], emits the events, and hands the shares to the writers
-//! ([`super::writer`]); at shutdown it applies `on_exit`. It does I/O only:
+//! (`super::writer`); at shutdown it applies `on_exit`. It does I/O only:
 //! what a window means is decided in [`super::step`].
 //!
 //! A task is made by [`Builder::task`], written here (an `impl` block of

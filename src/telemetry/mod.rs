@@ -368,7 +368,7 @@ impl Telemetry {
     /// is `None` before the target is registered). Shared by single
     /// targets and groups.
     #[allow(clippy::too_many_arguments)]
-    pub fn export_outcome(
+    pub(crate) fn export_outcome(
         &self,
         target: &metrics::Name,
         series: &metrics::TargetSeries,
