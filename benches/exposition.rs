@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use throttle_governor::signal::exposition::{for_each_sample, parse, Limits};
-use throttle_governor::signal::selector::{sum_many, Selector};
+use throttle_governor::promtext::exposition::{for_each_sample, parse, Limits};
+use throttle_governor::promtext::selector::{sum_many, Selector};
 
 const OPS: [&str; 4] = ["read", "write", "list", "delete"];
 const RESULTS: [&str; 3] = ["success", "failure", "timeout"];

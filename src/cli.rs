@@ -1,8 +1,14 @@
-//! The command line: clap definitions only.
+//! The command line: the top-level clap definitions ([`Cli`], [`Command`])
+//! and the arguments of the subcommands that run the controller itself.
 //!
-//! Why it is separate: `main.rs` only wires things together, and each
-//! subcommand's arguments live beside the code that runs them (for example
-//! [`ReplayArgs`] in [`crate::lab::replay`]). Adding a subcommand is one variant of
+//! Why it is separate: `main.rs` only wires things together. A subcommand
+//! that is a tool of its own keeps its arguments beside the code that runs
+//! them, so that the two change together: [`BenchArgs`] and its format in
+//! [`crate::lab::bench`], [`DemoArgs`] in [`crate::lab::demo`],
+//! [`ReplayArgs`] and its format in [`crate::lab::replay`], [`SimArgs`] in
+//! [`crate::lab::sim`], [`HealthcheckArgs`] in [`crate::runtime::healthcheck`],
+//! and the `--log-format` value, [`LogFormat`], in
+//! [`crate::telemetry::logging`]. Adding a subcommand is one variant of
 //! [`Command`] plus one arm in `main.rs`.
 //!
 //! What it may touch: clap, and the argument types of the subcommands. It

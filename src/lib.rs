@@ -54,6 +54,7 @@ pub mod config;
 pub mod control;
 pub mod engine;
 pub mod governor;
+pub mod http;
 pub mod lab;
 pub mod latency;
 pub mod promtext;

@@ -9,8 +9,8 @@
 use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
-use throttle_governor::signal::exposition::{self, Limits, Sample};
-use throttle_governor::signal::selector::{sum_many, Selector};
+use throttle_governor::promtext::exposition::{self, Limits, Sample};
+use throttle_governor::promtext::selector::{sum_many, Selector};
 
 // Compiled once, not per input.
 static ALL: LazyLock<Selector> = LazyLock::new(|| "{__name__=~\".+\"}".parse().unwrap());

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use libfuzzer_sys::fuzz_target;
 use throttle_governor::latency::{LatencyOutcome, LatencySample, LatencyTracker};
 use throttle_governor::signal::latency::histogram_in;
-use throttle_governor::signal::selector::Selector;
+use throttle_governor::promtext::selector::Selector;
 
 static BUCKETS: LazyLock<Selector> = LazyLock::new(|| "h_bucket".parse().unwrap());
 

@@ -286,11 +286,6 @@ impl LocustControl {
         }
     }
 
-    /// Sets the window that sizes the default spawn rate.
-    pub fn set_window(&mut self, window: Duration) {
-        self.window = window;
-    }
-
     /// Sets the user count.
     pub async fn write(&self, users: f64) -> Result<(), ControlError> {
         let users = users.round().max(0.0);

@@ -15,7 +15,7 @@
 //!   the committed value); [`Actuator`] confirms over any of them.
 //! - [`http`]: the generic templated HTTP write and JSON read-back.
 //! - [`pull`]: nothing is written; the tool pulls its offer from the
-//!   [`pull::PullBoard`] (served by the telemetry server), and pulls confirm it.
+//!   [`pull::PullBoard`] (served by the HTTP surface, `http::pull`), and pulls confirm it.
 //! - Tool controls (Locust, k6, Goose) live in `adapters`, one
 //!   file per tool; each writes through the tool's own API and reads the
 //!   committed value back from it.

@@ -17,13 +17,12 @@
 //! the [`super::Actuator`] reads that instead, as for `http`.
 //!
 //! Where the board lives: it sits here, below both of its users, so that
-//! neither imports the other. The telemetry server holds it (as
-//! `Telemetry::pull`, beside the push store) and answers pulls from it; the
-//! engine builds a [`PullKnob`] over the same board (`engine::build`).
+//! neither imports the other. The supervisor makes one board and hands it
+//! to both: the HTTP surface answers pulls from it (`http::pull`), and the
+//! engine builds a [`PullKnob`] over it (`engine::build`).
 //!
 //! What it may touch: only the board's memory (a mutex held for a few map
-//! operations, never across an await). The HTTP side is
-//! `telemetry::pull`.
+//! operations, never across an await). The HTTP side is `http::pull`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

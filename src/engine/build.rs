@@ -1,11 +1,23 @@
-//! Building targets from the config: the only `match` over signal and
-//! control kinds.
+//! Building targets from the config: the engine's only `match` over signal
+//! and control kinds.
 //!
-//! Why it exists: every other stage works through the [`CounterSource`]
-//! and [`KnobApi`] traits, so adding a kind touches this file and the
-//! kind's own module, nothing else. The [`Builder`] also owns the HTTP
-//! clients: one shared pool for every target, and one per distinct TLS
-//! setting, reused across targets and reloads.
+//! Why it exists: the rest of the engine works through the
+//! [`CounterSource`] and [`KnobApi`] traits and never names a kind. Adding
+//! a signal or control kind touches:
+//! - its own module (a source in `signal` or `adapters`, a knob in
+//!   `control` or `adapters`);
+//! - the config: its variant of `SignalConfig` or `ControlConfig` and the
+//!   kind's config type, and the matches in `src/config.rs` that describe
+//!   and check each kind (`kind`, `lag_description`, `has_offer`,
+//!   `resolve_window`, `tls`, the adapter checks) and, for a latency bound
+//!   read from the tool, `config/latency.rs`;
+//! - this file: the source or actuator it builds ([`source`],
+//!   `actuator_for`), its default lag ([`default_lag`]) and, for a latency
+//!   bound read from the tool, [`latency_source`].
+//!
+//! The [`Builder`] also owns the HTTP clients: one shared pool for every
+//! target, and one per distinct TLS setting, reused across targets and
+//! reloads.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,18 +25,17 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::{Lifecycle, TargetTask};
 use crate::adapters::{goose, k6, locust};
 use crate::auth::TlsConfig;
-use crate::config::group::{static_members, MemberSpec};
+use crate::config::group::MemberSpec;
 use crate::config::latency::{LatencyConfig, LatencySourceSpec};
 use crate::config::{ControlConfig, SignalConfig, TargetConfig};
 use crate::control::pull::{PullBoard, PullKey, PullKnob};
 use crate::control::{http, Actuator, Confirm, ControlError, KnobApi, ReadBack};
 use crate::signal::latency::LatencySource;
-use crate::signal::{prometheus, promql, push, CounterSource};
+use crate::signal::push::{self, PushStore};
+use crate::signal::{prometheus, promql, CounterSource};
 use crate::state::StateStore;
-use crate::telemetry::export::Exporter;
 use crate::telemetry::Telemetry;
 
 /// Options of `run` beyond the config file.
@@ -88,19 +99,31 @@ pub fn http_client() -> Result<reqwest::Client, BuildError> {
 /// Builds targets; holds the clients and the telemetry they report to.
 #[derive(Debug, Clone)]
 pub struct Builder {
-    client: reqwest::Client,
+    pub(super) client: reqwest::Client,
     tls: Arc<Mutex<HashMap<String, reqwest::Client>>>,
-    telemetry: Arc<Telemetry>,
-    opts: RunOptions,
+    pub(super) telemetry: Arc<Telemetry>,
+    /// Where `push` sources are registered (the HTTP surface feeds it).
+    push: Arc<PushStore>,
+    /// Where `pull` knobs publish (the HTTP surface serves it).
+    pull: PullBoard,
+    pub(super) opts: RunOptions,
 }
 
 impl Builder {
-    /// A builder with a new shared client.
-    pub fn new(telemetry: Arc<Telemetry>, opts: RunOptions) -> Result<Self, BuildError> {
+    /// A builder with a new shared client; `push` sources register with
+    /// `push`, `pull` knobs publish on `pull`.
+    pub fn new(
+        telemetry: Arc<Telemetry>,
+        push: Arc<PushStore>,
+        pull: PullBoard,
+        opts: RunOptions,
+    ) -> Result<Self, BuildError> {
         Ok(Builder {
             client: http_client()?,
             tls: Arc::default(),
             telemetry,
+            push,
+            pull,
             opts,
         })
     }
@@ -113,6 +136,16 @@ impl Builder {
     /// The telemetry targets report to.
     pub fn telemetry(&self) -> &Arc<Telemetry> {
         &self.telemetry
+    }
+
+    /// The store `push` sources are registered with.
+    pub(crate) fn push_store(&self) -> &PushStore {
+        &self.push
+    }
+
+    /// The board `pull` knobs publish on.
+    pub(crate) fn pull_board(&self) -> &PullBoard {
+        &self.pull
     }
 
     /// The client for a TLS config: the shared one when it is empty, else
@@ -143,9 +176,9 @@ impl Builder {
     ) -> Result<(Arc<dyn CounterSource>, Actuator, f64), String> {
         let signal_client = self.client_for(spec.signal.tls())?;
         let control_client = self.client_for(spec.control.tls())?;
-        let source = source_with(&spec.signal, signal_client, Some(&self.telemetry))?;
+        let source = source_with(&spec.signal, signal_client, Some(&self.push))?;
         let seat = PullSeat {
-            board: &self.telemetry.pull,
+            board: &self.pull,
             key: PullKey {
                 target: t.name.clone(),
                 member: t.is_group().then(|| spec.name.clone()),
@@ -162,48 +195,6 @@ impl Builder {
         )
         .map_err(|e| e.to_string())?;
         Ok((source, actuator, default_lag(&spec.signal, t.window)))
-    }
-
-    /// The task of one validated target (single or group).
-    pub fn task(&self, t: &TargetConfig) -> Result<TargetTask, BuildError> {
-        let err = |reason: String| BuildError::Target {
-            target: t.name.clone(),
-            reason,
-        };
-        let params = t.params().map_err(|e| {
-            err(e
-                .iter()
-                .map(|e| e.to_string())
-                .collect::<Vec<_>>()
-                .join("; "))
-        })?;
-        // A single target's one member is made from its config when it is
-        // built (kept, it would be one more copy of the config per target).
-        let static_specs = if t.is_group() {
-            static_members(t).map_err(&err)?
-        } else {
-            // A single target must build: fail now, not in the loop.
-            self.member(t, &single_member(t)).map_err(&err)?;
-            Vec::new()
-        };
-        let latency = t
-            .latency
-            .as_ref()
-            .map(|l| latency_source(t, l, self.client.clone()))
-            .transpose()
-            .map_err(&err)?;
-        Ok(TargetTask {
-            latency,
-            config: Arc::new(t.clone()),
-            params,
-            dry_run: self.opts.dry_run,
-            state: self.opts.state.clone(),
-            steady: self.opts.steady,
-            lifecycle: Lifecycle::default(),
-            builder: self.clone(),
-            exporter: Exporter::new(self.telemetry.clone(), &t.name, t.knob, self.opts.dry_run),
-            static_specs,
-        })
     }
 }
 
@@ -268,7 +259,7 @@ pub fn source(
 fn source_with(
     cfg: &SignalConfig,
     client: reqwest::Client,
-    telemetry: Option<&Arc<Telemetry>>,
+    store: Option<&PushStore>,
 ) -> Result<Arc<dyn CounterSource>, String> {
     Ok(match cfg {
         SignalConfig::Prometheus(p) => Arc::new(prometheus::PrometheusSource::new(p, client)?),
@@ -278,8 +269,8 @@ fn source_with(
         SignalConfig::Promql(q) => Arc::new(promql::PromqlSource::new(q, client)?),
         SignalConfig::Push(p) => {
             let source = push::PushSource::new(p)?;
-            if let Some(t) = telemetry {
-                t.push.register(source.inbox());
+            if let Some(store) = store {
+                store.register(source.inbox());
             }
             Arc::new(source)
         }
@@ -305,7 +296,7 @@ pub fn actuator(
     )
 }
 
-/// Where a `pull` knob publishes: the board the telemetry server answers
+/// Where a `pull` knob publishes: the board the HTTP surface answers
 /// pulls from, what it serves there, and a group member's address (for
 /// `?instance=ADDR`).
 struct PullSeat<'a> {
@@ -444,7 +435,9 @@ confirm_interval = "10ms"
     #[tokio::test]
     async fn a_pull_control_publishes_on_the_board_the_server_answers_from() {
         let tel = Arc::new(Telemetry::with_history(10));
-        let builder = Builder::new(tel.clone(), RunOptions::default()).unwrap();
+        let board = PullBoard::default();
+        let builder =
+            Builder::new(tel, Arc::default(), board.clone(), RunOptions::default()).unwrap();
         let config = Config::parse(PULL).unwrap();
         let t = &config.targets[0];
         let spec = MemberSpec {
@@ -458,7 +451,7 @@ confirm_interval = "10ms"
         let now = std::time::Instant::now;
         // Registered at build time: asked before any offer, "not yet".
         assert!(matches!(
-            tel.pull.pull("k6", None, "vu-1", now()),
+            board.pull("k6", None, "vu-1", now()),
             Err(PullError::NoOffer(_))
         ));
         // Published, but nobody pulls: unconfirmed, never assumed.
@@ -467,7 +460,7 @@ confirm_interval = "10ms"
             matches!(outcome, WriteOutcome::Unconfirmed { .. }),
             "{outcome:?}"
         );
-        assert_eq!(tel.pull.pull("k6", None, "vu-1", now()).unwrap().offer, 5.0);
+        assert_eq!(board.pull("k6", None, "vu-1", now()).unwrap().offer, 5.0);
         assert_eq!(actuator.committed().await.unwrap(), 5.0);
         let outcome = actuator.write_confirmed(5.0).await;
         assert!(

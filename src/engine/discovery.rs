@@ -5,15 +5,17 @@
 //! list when a source fails, so a half-written file never empties a group.
 //!
 //! What it may touch: the `file_sd` files and the HTTP SD endpoint, each
-//! read with a timeout and a size limit.
+//! read with a timeout and a size limit. A source that fails is returned
+//! as an [`SdFailure`]; the task emits it through the exporter, which logs
+//! it.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::warn;
 
 use crate::config::group::{parse_sd, Discovered, GroupConfig};
+use crate::telemetry::export::SdFailure;
 
 /// The largest service-discovery answer accepted: 4 MiB.
 const MAX_SD_BYTES: usize = 4 * 1024 * 1024;
@@ -48,28 +50,27 @@ impl Discovery {
         (!self.files.is_empty() || self.http.is_some()) && Instant::now() >= self.next
     }
 
-    pub async fn refresh(&mut self, target: &str) {
+    /// Re-reads every source; returns what failed (for the exporter), in
+    /// the order it failed.
+    pub async fn refresh(&mut self) -> Vec<SdFailure> {
         self.next = Instant::now() + self.refresh;
         let mut found: Vec<Discovered> = Vec::new();
-        let mut ok = true;
+        let mut failures = Vec::new();
         for f in &self.files {
             let text = tokio::time::timeout(self.timeout, tokio::fs::read_to_string(f)).await;
             match text.map(|r| r.map_err(|e| e.to_string())) {
                 Ok(Ok(text)) => match parse_sd(&text) {
                     Ok(d) => found.extend(d),
-                    Err(e) => {
-                        ok = false;
-                        warn!(target, file = %f.display(), "file_sd: {e}; keeping the previous instances");
-                    }
+                    Err(e) => failures.push(SdFailure::FileParse {
+                        file: f.clone(),
+                        error: e.to_string(),
+                    }),
                 },
-                Ok(Err(e)) => {
-                    ok = false;
-                    warn!(target, file = %f.display(), "file_sd: cannot read: {e}; keeping the previous instances");
-                }
-                Err(_) => {
-                    ok = false;
-                    warn!(target, file = %f.display(), "file_sd: read timed out; keeping the previous instances");
-                }
+                Ok(Err(error)) => failures.push(SdFailure::FileRead {
+                    file: f.clone(),
+                    error,
+                }),
+                Err(_) => failures.push(SdFailure::FileTimeout { file: f.clone() }),
             }
         }
         if let Some(url) = &self.http {
@@ -77,18 +78,18 @@ impl Discovery {
             match crate::signal::http::fetch_text(request, self.timeout, MAX_SD_BYTES).await {
                 Ok(text) => match parse_sd(&text) {
                     Ok(d) => found.extend(d),
-                    Err(e) => {
-                        ok = false;
-                        warn!(target, url, "http_sd: {e}; keeping the previous instances");
-                    }
+                    Err(e) => failures.push(SdFailure::Http {
+                        url: url.clone(),
+                        error: e.to_string(),
+                    }),
                 },
-                Err(e) => {
-                    ok = false;
-                    warn!(target, url, "http_sd: {e}; keeping the previous instances");
-                }
+                Err(e) => failures.push(SdFailure::Http {
+                    url: url.clone(),
+                    error: e.to_string(),
+                }),
             }
         }
-        if ok {
+        if failures.is_empty() {
             let mut unique: Vec<Discovered> = Vec::new();
             for d in found {
                 if !unique.iter().any(|u| u.address == d.address) {
@@ -97,5 +98,6 @@ impl Discovery {
             }
             self.last = unique;
         }
+        failures
     }
 }

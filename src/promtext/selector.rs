@@ -14,8 +14,8 @@
 //! over the scrape text.
 //!
 //! ```
-//! use throttle_governor::signal::exposition::Limits;
-//! use throttle_governor::signal::selector::{sum_many, Selector};
+//! use throttle_governor::promtext::exposition::Limits;
+//! use throttle_governor::promtext::selector::{sum_many, Selector};
 //!
 //! let scrape = "reqs{result=\"ok\"} 90\n\
 //!               reqs{result=\"failure\",route=\"/users/{id}\"} 10\n";

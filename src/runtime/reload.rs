@@ -33,12 +33,12 @@ use serde::Serialize;
 use thiserror::Error;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::warn;
 
 use crate::config::{Config, ConfigError, TargetConfig};
 use crate::engine::build::Builder;
 use crate::engine::{BuildError, TargetTask};
-use crate::telemetry::metrics::ReloadLabels;
+use crate::telemetry::export::{emit_reload, Reload};
 use crate::telemetry::Telemetry;
 
 pub use crate::engine::{Lifecycle, Resume};
@@ -242,14 +242,14 @@ impl Roster {
             built.push((t.clone(), task, change));
         }
         inner
-            .telemetry
-            .push
+            .builder
+            .push_store()
             .configure(&new.server.push)
             .map_err(ReloadError::Push)?;
         let pull_token = new.server.pull.token().map_err(ReloadError::Pull)?;
         inner
-            .telemetry
-            .pull
+            .builder
+            .pull_board()
             .configure(pull_token, new.server.pull.max_clients);
         if new.server.listen != inner.listen {
             warn!(
@@ -266,7 +266,8 @@ impl Roster {
                 if let Some(e) = inner.entries.remove(name) {
                     e.stop(false).await;
                 }
-                inner.telemetry.unregister(name);
+                emit_reload(&inner.telemetry, Reload::Removed(name));
+                inner.builder.pull_board().remove_target(name);
                 summary.removed.push(name.clone());
             }
         }
@@ -290,7 +291,7 @@ impl Roster {
                     } else {
                         summary.restarted.push(name.clone());
                     }
-                    inner.telemetry.set_members(&name, None);
+                    emit_reload(&inner.telemetry, Reload::Restarting(&name));
                 }
             }
             let entry = spawn(task, &inner.parent);
@@ -344,22 +345,21 @@ pub async fn apply_file(
         Ok(config) => roster.reload(config).await,
         Err(e) => Err(e.into()),
     };
-    let label = ReloadLabels {
-        result: if result.is_ok() {
-            "applied"
-        } else {
-            "rejected"
+    let reload = match &result {
+        Ok(s) => Reload::Applied {
+            why,
+            added: &s.added,
+            removed: &s.removed,
+            kept_state: &s.kept_state,
+            restarted: &s.restarted,
+            unchanged: s.unchanged.len(),
+        },
+        Err(e) => Reload::Rejected {
+            why,
+            error: e.to_string(),
         },
     };
-    telemetry.metrics.config_reloads.get_or_create(&label).inc();
-    match &result {
-        Ok(s) => info!(
-            added = ?s.added, removed = ?s.removed, kept_state = ?s.kept_state, restarted = ?s.restarted,
-            "Config reloaded ({why}): added {:?}, removed {:?}, changed with state kept {:?}, restarted fresh {:?}, unchanged {}",
-            s.added, s.removed, s.kept_state, s.restarted, s.unchanged.len()
-        ),
-        Err(e) => error!("Reload ({why}) rejected; the running config stays in effect: {e}"),
-    }
+    emit_reload(&telemetry, reload);
     result
 }
 

@@ -1,5 +1,7 @@
 //! The supervisor: builds every target from the config, runs each in its own
-//! task, serves telemetry, and shuts everything down in bounded time.
+//! task, serves the HTTP surface ([`crate::http`]), and shuts everything
+//! down in bounded time. It is where the engine and the HTTP surface meet:
+//! it hands both the same push store and pull board.
 //!
 //! Why it exists: start-up and shutdown are where controllers leak tasks or
 //! hang. One `CancellationToken` stops every loop; a `JoinSet` drains them
@@ -14,12 +16,15 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::Config;
+use crate::control::pull::PullBoard;
 use crate::engine::build::Builder;
 use crate::engine::BuildError;
+use crate::http::{conn, server, Surface};
 use crate::report::{self, Report, SteadyRule};
 use crate::runtime::reload::Roster;
+use crate::signal::push::PushStore;
 use crate::state::StateStore;
-use crate::telemetry::{server, Telemetry};
+use crate::telemetry::Telemetry;
 
 pub use crate::engine::RunOptions;
 
@@ -83,20 +88,21 @@ pub async fn start(
     if let Some(store) = &state {
         store.count_errors_in(telemetry.metrics.faults.state_write_errors.clone());
     }
-    let builder = Builder::new(telemetry.clone(), opts.clone())?;
+    // The push store and the pull board, shared by the targets that use
+    // them (through the builder) and the HTTP surface that feeds and
+    // serves them.
+    let push = Arc::new(PushStore::default());
+    let pull = PullBoard::default();
+    let builder = Builder::new(telemetry.clone(), push.clone(), pull.clone(), opts.clone())?;
     let tasks = config
         .targets
         .iter()
         .map(|t| builder.task(t))
         .collect::<Result<Vec<_>, _>>()?;
-    telemetry
-        .push
-        .configure(&config.server.push)
+    push.configure(&config.server.push)
         .map_err(SupervisorError::Push)?;
     let pull_token = config.server.pull.token().map_err(SupervisorError::Pull)?;
-    telemetry
-        .pull
-        .configure(pull_token, config.server.pull.max_clients);
+    pull.configure(pull_token, config.server.pull.max_clients);
     let listener = match listener {
         Some(l) => l,
         None => bind(config.server.listen, config.server.max_connections).map_err(|source| {
@@ -114,14 +120,23 @@ pub async fn start(
         })?;
     let server_cancel = CancellationToken::new();
     let sc = server_cancel.clone();
-    let tel = telemetry.clone();
-    let limits = crate::telemetry::conn::ServerLimits {
+    let surface = Arc::new(Surface {
+        telemetry: telemetry.clone(),
+        push,
+        pull,
+    });
+    let limits = conn::ServerLimits {
         max_connections: config.server.max_connections as usize,
         ..Default::default()
     };
     let server = tokio::spawn(async move {
-        if let Err(e) =
-            server::serve(listener, tel, limits, async move { sc.cancelled().await }).await
+        if let Err(e) = server::serve(
+            listener,
+            surface,
+            limits,
+            async move { sc.cancelled().await },
+        )
+        .await
         {
             warn!(error = %e, "Telemetry server stopped");
         }
@@ -220,11 +235,6 @@ impl Running {
     /// The handle [`crate::runtime::reload::watch`] reloads through.
     pub fn reloader(&self) -> Roster {
         self.roster.clone()
-    }
-
-    /// A token that stops every target when cancelled.
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
     }
 
     /// Stops every target (bounded), then the server.

@@ -10,8 +10,8 @@
 //! What it may touch: the network (through the shared HTTP client), always
 //! with a timeout and a body-size limit.
 //!
-//! - [`exposition`] and [`selector`]: re-exported from [`crate::promtext`],
-//!   where the pure text parsing lives.
+//! - The text it parses (the exposition format, selectors, PromQL text)
+//!   is [`crate::promtext`]; credentials and TLS are [`crate::auth`].
 //! - [`prometheus`]: scraping a text endpoint.
 //! - [`http`]: the bounded HTTP fetch shared by every source.
 //! - Tool-specific sources (Locust, k6, Goose) live in `adapters`,
@@ -20,16 +20,12 @@
 //!   `engine::build`.
 //! - [`promql`]: instant queries against a Prometheus-compatible API.
 //! - [`push`]: Prometheus text pushed to the controller, Pushgateway-style.
-//! - [`token`]: bearer tokens from files or environment variables
-//!   (re-exported from [`crate::auth`]).
 
 pub mod http;
 pub mod latency;
 pub mod prometheus;
 pub mod promql;
 pub mod push;
-pub use crate::auth::token;
-pub use crate::promtext::{exposition, selector};
 
 use std::fmt;
 use std::future::Future;
@@ -87,7 +83,7 @@ pub enum SignalError {
     Transport(String),
     /// The body is not valid exposition text.
     #[error("cannot parse the exposition: {0}")]
-    Parse(#[from] exposition::ExpositionError),
+    Parse(#[from] crate::promtext::exposition::ExpositionError),
     /// A selector matched no series.
     #[error(
         "selector `{0}` matched no series (check the metric name and labels against the endpoint)"

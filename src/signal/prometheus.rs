@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 
-use super::exposition::Limits;
 use super::http::fetch_text;
-use super::selector::{sum_many, Selector};
 use super::{Counters, SignalError};
 use crate::config::PrometheusSignalConfig;
+use crate::promtext::exposition::Limits;
+use crate::promtext::selector::{sum_many, Selector};
 
 /// The `Accept` header Prometheus itself sends: text 0.0.4 or OpenMetrics.
 const ACCEPT_TEXT: &str =

@@ -1,25 +1,25 @@
 //! Telemetry: what the controller tells people about itself.
 //!
 //! Why it exists: the governor's decisions are a measurement, so they must be
-//! visible: exported metrics for Prometheus and Grafana ([`metrics`]), a small
-//! HTTP server with `/metrics`, `/healthz`, `/readyz` and `/api/v1/targets`
-//! ([`server`]), one log line per movement ([`logging`]), and the per-target
+//! visible: exported metrics for Prometheus and Grafana ([`metrics`]), one
+//! log line per movement ([`logging`]), the one exporter that turns every
+//! event into those ([`export`]), and the per-target
 //! state and window history that the API and the capacity report read
 //! ([`TargetStatus`], [`WindowRecord`]), and the live capacity estimate
 //! ([`capacity`]) the status, `throttle_capacity` and the log show. The
 //! estimate is computed above this module, by the report's code, because
 //! the report reads this module's records.
 //!
-//! What it may touch: its own listener and the log output. It never decides
-//! and never writes to a load tool.
+//! The HTTP server that serves all of this is `crate::http`, above this
+//! module.
+//!
+//! What it may touch: the log output. It never decides, never writes to a
+//! load tool, and holds no listener.
 
 pub mod capacity;
-pub mod conn;
 pub mod export;
 pub mod logging;
 pub mod metrics;
-pub mod pull;
-pub mod server;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -280,10 +280,6 @@ pub struct Telemetry {
     /// Each target's status and history, by name.
     targets: Mutex<BTreeMap<String, TargetSlot>>,
     history_limit: usize,
-    /// The push endpoint's state (`kind = "push"` signals).
-    pub push: crate::signal::push::PushStore,
-    /// What the offer endpoint serves (`kind = "pull"` controls).
-    pub pull: crate::control::pull::PullBoard,
     groups: Mutex<BTreeMap<String, Vec<MemberStatus>>>,
 }
 
@@ -300,8 +296,6 @@ impl Telemetry {
             metrics: Metrics::default(),
             targets: Mutex::default(),
             history_limit: limit.max(1),
-            push: Default::default(),
-            pull: Default::default(),
             groups: Mutex::default(),
         }
     }
@@ -323,7 +317,6 @@ impl Telemetry {
     pub fn unregister(&self, name: &str) {
         lock(&self.targets).remove(name);
         self.metrics.remove_target(name);
-        self.pull.remove_target(name);
         self.set_members(name, None);
     }
 
@@ -375,7 +368,7 @@ impl Telemetry {
     /// is `None` before the target is registered). Shared by single
     /// targets and groups.
     #[allow(clippy::too_many_arguments)]
-    pub fn export_outcome(
+    pub(crate) fn export_outcome(
         &self,
         target: &metrics::Name,
         series: &metrics::TargetSeries,

@@ -273,7 +273,7 @@ async fn slowloris_beyond_the_cap_while_metrics_stays_responsive() {
         .await
         .unwrap();
     let ctl = running.addr;
-    let cap = throttle_governor::telemetry::conn::ServerLimits::default().max_connections;
+    let cap = throttle_governor::http::conn::ServerLimits::default().max_connections;
     // Cap + 100 clients that open a request and never finish its head.
     let mut slow = Vec::new();
     for _ in 0..cap + 100 {
@@ -756,7 +756,7 @@ async fn every_dashboard_query_has_data_from_the_first_scrape() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_are_closed_and_the_cap_sheds_the_longest_idle() {
-    use throttle_governor::telemetry::conn::{serve, ServerLimits};
+    use throttle_governor::http::conn::{serve, ServerLimits};
     use throttle_governor::telemetry::metrics::FaultMetrics;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let limits = ServerLimits {

@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use throttle_governor::signal::exposition::{self, Limits, Sample};
+use throttle_governor::promtext::exposition::{self, Limits, Sample};
 
 /// A sample reduced to what both parsers report: name, sorted labels, value
 /// bits (every NaN folded into one).

@@ -13,10 +13,10 @@
 use std::collections::HashSet;
 
 use proptest::prelude::*;
-use throttle_governor::signal::exposition::{
+use throttle_governor::promtext::exposition::{
     self, for_each_sample, is_label_name, is_metric_name, Limits, Sample,
 };
-use throttle_governor::signal::selector::{sum_many, Selector};
+use throttle_governor::promtext::selector::{sum_many, Selector};
 
 /// Characters that stress the grammar, mixed into generated strings.
 const TRICKY: &[char] = &[

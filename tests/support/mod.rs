@@ -470,9 +470,9 @@ pub async fn raw_server(mode: RawMode) -> SocketAddr {
 /// Every bounded label set is exported at 0 from the start, so a test asks
 /// for a value, never for a series' presence.
 pub fn sum_in(text: &str, selector: &str) -> Option<f64> {
-    let sel: throttle_governor::signal::selector::Selector = selector.parse().unwrap();
-    let limits = throttle_governor::signal::exposition::Limits::default();
-    throttle_governor::signal::selector::sum_many(text, &[&sel], &limits)
+    let sel: throttle_governor::promtext::selector::Selector = selector.parse().unwrap();
+    let limits = throttle_governor::promtext::exposition::Limits::default();
+    throttle_governor::promtext::selector::sum_many(text, &[&sel], &limits)
         .unwrap()
         .into_iter()
         .next()
@@ -482,9 +482,9 @@ pub fn sum_in(text: &str, selector: &str) -> Option<f64> {
 /// Sums a selector over the controller's /metrics (None when absent).
 pub async fn metric(controller: SocketAddr, selector: &str) -> Option<f64> {
     let text = get_text(&format!("http://{controller}/metrics")).await;
-    let sel: throttle_governor::signal::selector::Selector = selector.parse().unwrap();
-    let limits = throttle_governor::signal::exposition::Limits::default();
-    throttle_governor::signal::selector::sum_many(&text, &[&sel], &limits)
+    let sel: throttle_governor::promtext::selector::Selector = selector.parse().unwrap();
+    let limits = throttle_governor::promtext::exposition::Limits::default();
+    throttle_governor::promtext::selector::sum_many(&text, &[&sel], &limits)
         .unwrap()
         .into_iter()
         .next()

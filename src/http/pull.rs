@@ -21,7 +21,7 @@
 //!
 //! Every request is counted in `throttle_pull_requests_total{result}`;
 //! served pulls in `throttle_pulls_total{target}` (both emitted by
-//! [`super::export::emit_pull`], with the rest of the telemetry).
+//! [`crate::telemetry::export::emit_pull`], with the rest of the telemetry).
 //!
 //! What it may touch: the board (it lives in [`crate::control::pull`], below
 //! both this server and the engine) and the exporter; it never decides and
@@ -36,9 +36,9 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::export::{emit_pull, Pull};
-use super::Telemetry;
+use super::Surface;
 use crate::control::pull::Served;
+use crate::telemetry::export::{emit_pull, Pull};
 
 /// The header a puller may name itself with (instead of `?client=`).
 pub const CLIENT_HEADER: &str = "x-throttle-client";
@@ -58,8 +58,8 @@ pub struct OfferQuery {
 }
 
 /// `GET /api/v1/targets/{name}/offer`
-pub async fn offer(
-    State(t): State<Arc<Telemetry>>,
+pub(super) async fn offer(
+    State(t): State<Arc<Surface>>,
     name: Result<Path<String>, PathRejection>,
     q: Result<Query<OfferQuery>, QueryRejection>,
     headers: HeaderMap,
@@ -74,8 +74,8 @@ pub async fn offer(
 }
 
 /// `GET /api/v1/targets/{name}/members/{member}/offer`
-pub async fn member_offer(
-    State(t): State<Arc<Telemetry>>,
+pub(super) async fn member_offer(
+    State(t): State<Arc<Surface>>,
     names: Result<Path<(String, String)>, PathRejection>,
     q: Result<Query<OfferQuery>, QueryRejection>,
     headers: HeaderMap,
@@ -91,12 +91,12 @@ pub async fn member_offer(
 /// A path or query the extractors refused (a duplicate `client`, a name
 /// that is not UTF-8): a counted 400, like every other refusal (issue 27;
 /// the router's own 400 was not counted).
-fn bad_request(t: &Telemetry, why: String) -> Response {
+fn bad_request(t: &Surface, why: String) -> Response {
     refuse(t, StatusCode::BAD_REQUEST, "bad_request", why)
 }
 
-fn refuse(t: &Telemetry, status: StatusCode, result: &'static str, message: String) -> Response {
-    emit_pull(t, Pull::Refused(result));
+fn refuse(t: &Surface, status: StatusCode, result: &'static str, message: String) -> Response {
+    emit_pull(&t.telemetry, Pull::Refused(result));
     let mut r = (status, format!("{message}\n")).into_response();
     if status == StatusCode::UNAUTHORIZED {
         r.headers_mut().insert(
@@ -128,7 +128,7 @@ fn if_none_match(value: &str, etag: &str) -> bool {
 }
 
 fn answer(
-    t: &Telemetry,
+    t: &Surface,
     name: &str,
     member: Option<&str>,
     q: &OfferQuery,
@@ -188,7 +188,7 @@ fn answer(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| if_none_match(v, &etag));
     emit_pull(
-        t,
+        &t.telemetry,
         Pull::Served {
             target: name,
             clients: served.clients,

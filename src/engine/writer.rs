@@ -7,20 +7,32 @@
 //! slow admin API delays neither windows nor other targets, and reports
 //! each finished write to the exporter and to a [`WriterView`] the loop
 //! reads around each round of reads.
+//!
+//! At shutdown, once the writer task has finished, [`on_exit`] splits the
+//! exit value as every other offer is split ([`Core::split_writes`]) and
+//! writes each share through its member's [`Writer::last_write`]; the
+//! result is reported once, as [`Event::OnExit`].
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::step::WriterView;
+use super::members::Members;
+use super::step::{Core, WriterView};
 use crate::config::group::MemberSpec;
 use crate::control::{Actuator, ControlError, WriteOutcome};
 use crate::signal::CounterSource;
-use crate::telemetry::export::{Event, Exporter};
+use crate::telemetry::export::{describe, Event, Exporter};
+
+/// Every member's I/O, by name (a member's decision state lives in the
+/// [`Core`]).
+pub(crate) type Ios = Members<MemberIo>;
 
 /// One member's source, actuator and writer.
 #[derive(Debug)]
@@ -29,9 +41,7 @@ pub struct MemberIo {
     pub fingerprint: u64,
     /// Where its counters come from.
     pub source: Arc<dyn CounterSource>,
-    /// Where its share goes.
-    pub actuator: Actuator,
-    /// Its writer task.
+    /// Its writer, which owns the actuator its share goes to.
     pub writer: Writer,
 }
 
@@ -45,11 +55,10 @@ impl MemberIo {
         member: Option<String>,
         clock: Instant,
     ) -> Self {
-        let writer = Writer::spawn(actuator.clone(), exporter, member, clock);
+        let writer = Writer::spawn(actuator, exporter, member, clock);
         MemberIo {
             fingerprint: spec.fingerprint(),
             source,
-            actuator,
             writer,
         }
     }
@@ -62,6 +71,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A member's writer task: takes the latest value and confirms it.
 #[derive(Debug)]
 pub struct Writer {
+    /// Where its writes go (its task holds a clone); the loop reads the
+    /// committed offer through it too.
+    actuator: Actuator,
     tx: watch::Sender<Option<f64>>,
     view: Arc<Mutex<WriterView>>,
     cancel: CancellationToken,
@@ -80,7 +92,7 @@ impl Writer {
         let cancel = CancellationToken::new();
         let handle = tokio::spawn(
             writer_loop(
-                actuator,
+                actuator.clone(),
                 exporter,
                 member,
                 rx,
@@ -91,6 +103,7 @@ impl Writer {
             .in_current_span(),
         );
         Writer {
+            actuator,
             tx,
             view,
             cancel,
@@ -102,6 +115,19 @@ impl Writer {
     pub fn send(&self, value: f64) {
         lock(&self.view).pending = Some(value);
         let _ = self.tx.send(Some(value));
+    }
+
+    /// The actuator its writes go to.
+    pub fn actuator(&self) -> &Actuator {
+        &self.actuator
+    }
+
+    /// The last write, after [`Writer::finish`]: `value` confirmed through
+    /// the same actuator, reported by the caller (not as an
+    /// [`Event::Write`]: `on_exit` reports all its writes at once).
+    pub fn last_write(&self, value: f64) -> impl Future<Output = WriteOutcome> + Send + 'static {
+        let actuator = self.actuator.clone();
+        async move { actuator.write_confirmed(value).await }
     }
 
     /// What the writer has done so far.
@@ -171,4 +197,105 @@ pub(super) async fn writer_loop(
             still_pending,
         });
     }
+}
+
+/// Hands each share to its member's writer.
+pub(crate) fn send(exporter: &Exporter, ios: &Ios, writes: Vec<(String, f64)>) {
+    let mut total = 0.0;
+    for (member, value) in writes {
+        if let Some(io) = ios.get(&member) {
+            io.writer.send(value);
+            total += value;
+        }
+    }
+    if ios.len() == 1 {
+        exporter.emit(Event::WriteQueued { value: total });
+    }
+}
+
+/// Resolves once every writer is idle and the signal's lag has passed since
+/// the last write finished: the moment for a new baseline.
+pub(crate) async fn settled(core: &Core, ios: &Ios, clock: Instant) {
+    loop {
+        let views: Members<WriterView> = ios
+            .iter()
+            .map(|(n, io)| (n.clone(), io.writer.view()))
+            .collect();
+        if let Some(at) = core.rebase_at(&views) {
+            let now = clock.elapsed().as_secs_f64();
+            if at > now {
+                tokio::time::sleep(Duration::from_secs_f64(at - now)).await;
+            }
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub(crate) async fn wait_idle(ios: &Ios, bound: Duration) {
+    let deadline = Instant::now() + bound;
+    while Instant::now() < deadline && ios.values().any(|io| io.writer.view().busy()) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Applies `on_exit`: `value` split as every offer is, each share written
+/// by its member's writer, all within `grace`; reported once.
+pub(crate) async fn on_exit(
+    exporter: &Exporter,
+    core: &mut Core,
+    ios: &Ios,
+    value: f64,
+    grace: Duration,
+) {
+    let shares = exit_shares(core, value);
+    let mut set = JoinSet::new();
+    for (member, share) in shares {
+        if let Some(io) = ios.get(&member) {
+            let write = io.writer.last_write(share);
+            set.spawn(async move { (share, write.await) });
+        }
+    }
+    let all = async {
+        let mut results = Vec::new();
+        while let Some(joined) = set.join_next().await {
+            if let Ok(r) = joined {
+                results.push(r);
+            }
+        }
+        results
+    };
+    match tokio::time::timeout(grace, all).await {
+        Ok(results) => {
+            let failed: Vec<String> = results
+                .iter()
+                .filter(|(_, o)| !matches!(o, WriteOutcome::Confirmed { .. }))
+                .map(|(s, o)| format!("{s}: {}", describe(o)))
+                .collect();
+            exporter.emit(Event::OnExit {
+                value,
+                results: results.iter().map(|(_, o)| o.result()).collect(),
+                detail: (!failed.is_empty()).then(|| failed.join("; ")),
+            });
+        }
+        Err(_) => exporter.emit(Event::OnExit {
+            value,
+            results: Vec::new(),
+            detail: Some("writes timed out".into()),
+        }),
+    }
+}
+
+/// Every up member's share of `value`, as [`Core::split_writes`] splits it.
+/// That function leaves out the shares a member already runs (no write is
+/// needed mid-run); `on_exit` writes every share, so that each is
+/// confirmed, and takes them from the members' `share`, which it sets for
+/// every up member.
+fn exit_shares(core: &mut Core, value: f64) -> Vec<(String, f64)> {
+    core.split_writes(value);
+    core.members
+        .values()
+        .filter(|m| m.up)
+        .filter_map(|m| m.share.map(|s| (m.name.clone(), s)))
+        .collect()
 }

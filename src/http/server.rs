@@ -1,18 +1,12 @@
-//! The controller's own HTTP server: `/metrics`, `/healthz`, `/readyz`,
-//! `/api/v1/targets`.
+//! The router, and the read-only routes: `/metrics`, `/healthz`,
+//! `/readyz`, `/api/v1/targets` and `/api/v1/groups`.
 //!
-//! Why it exists: Prometheus scrapes the decisions, orchestrators probe
-//! health and readiness, and people ask "what is each target doing?". It is
-//! read-only: nothing here can change an offer.
-//!
-//! Two additions for distributed tests: `/api/v1/groups` (the members of
-//! each target group and their shares) and the Pushgateway-compatible
-//! `PUT`/`POST`/`DELETE /metrics/job/...`, which only feeds `kind = "push"`
-//! signals (see [`crate::signal::push`]).
-//!
-//! Connections are accepted by [`super::conn`]: a header-read timeout, a
-//! connection cap and an idle timeout, so idle or slow clients cannot starve
-//! the scrapes.
+//! Why it exists: one table says which route goes where. The read-only
+//! routes are here because each is a few lines over [`crate::telemetry`]:
+//! nothing they do can change an offer. The push route is [`super::push`],
+//! the offer route [`super::pull`]; connections are accepted by
+//! [`super::conn`] (a header-read timeout, a connection cap and an idle
+//! timeout, so idle or slow clients cannot starve the scrapes).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -24,31 +18,33 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
-use super::Telemetry;
+use super::{conn, pull, push, Surface};
 
 /// The content type of OpenMetrics text, which `prometheus-client` emits.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The router, for tests and for embedding.
-pub fn router(telemetry: Arc<Telemetry>) -> Router {
+pub fn router(surface: Arc<Surface>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/api/v1/targets", get(targets))
         .route("/api/v1/groups", get(groups))
-        .route("/api/v1/targets/{name}/offer", get(super::pull::offer))
+        .route("/api/v1/targets/{name}/offer", get(pull::offer))
         .route(
             "/api/v1/targets/{name}/members/{member}/offer",
-            get(super::pull::member_offer),
+            get(pull::member_offer),
         )
         // Every push path, so that `job@base64/...` is decoded and a bad
         // path (`/metrics/job/`, `/metrics/nope`) is a counted 400, not an
         // uncounted 404 from the router.
         .route(
             "/metrics/{*grouping}",
-            axum::routing::put(push).post(push).delete(push),
+            axum::routing::put(push::push)
+                .post(push::push)
+                .delete(push::push),
         )
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         // A request (body included) that takes longer than this is cut off
@@ -57,7 +53,7 @@ pub fn router(telemetry: Arc<Telemetry>) -> Router {
             axum::http::StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ))
-        .with_state(telemetry)
+        .with_state(surface)
 }
 
 /// The longest any request to the controller may take.
@@ -66,12 +62,12 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Serves until `shutdown` completes.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    telemetry: Arc<Telemetry>,
-    limits: super::conn::ServerLimits,
+    surface: Arc<Surface>,
+    limits: conn::ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let faults = telemetry.metrics.faults.clone();
-    super::conn::serve(listener, router(telemetry), faults, limits, shutdown).await
+    let faults = surface.telemetry.metrics.faults.clone();
+    conn::serve(listener, router(surface), faults, limits, shutdown).await
 }
 
 /// The content type of Prometheus text 0.0.4.
@@ -82,16 +78,19 @@ pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=ut
 /// The text is encoded on a blocking thread: at 10,000 targets it is a
 /// million series, and encoding them on a runtime thread would hold up
 /// every target's window for as long as that takes.
-async fn metrics(State(t): State<Arc<Telemetry>>, headers: axum::http::HeaderMap) -> Response {
+async fn metrics(State(s): State<Arc<Surface>>, headers: axum::http::HeaderMap) -> Response {
     let wants_openmetrics = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
     let encoded = tokio::task::spawn_blocking(move || {
         if wants_openmetrics {
-            (OPENMETRICS_CONTENT_TYPE, t.metrics.encode_openmetrics())
+            (
+                OPENMETRICS_CONTENT_TYPE,
+                s.telemetry.metrics.encode_openmetrics(),
+            )
         } else {
-            (PROMETHEUS_CONTENT_TYPE, t.metrics.encode())
+            (PROMETHEUS_CONTENT_TYPE, s.telemetry.metrics.encode())
         }
     })
     .await;
@@ -104,8 +103,8 @@ async fn metrics(State(t): State<Arc<Telemetry>>, headers: axum::http::HeaderMap
     }
 }
 
-async fn readyz(State(t): State<Arc<Telemetry>>) -> Response {
-    if t.ready() {
+async fn readyz(State(s): State<Arc<Surface>>) -> Response {
+    if s.telemetry.ready() {
         (StatusCode::OK, "ready\n").into_response()
     } else {
         (
@@ -116,30 +115,12 @@ async fn readyz(State(t): State<Arc<Telemetry>>) -> Response {
     }
 }
 
-async fn targets(State(t): State<Arc<Telemetry>>) -> Response {
-    Json(serde_json::json!({ "targets": t.statuses() })).into_response()
+async fn targets(State(s): State<Arc<Surface>>) -> Response {
+    Json(serde_json::json!({ "targets": s.telemetry.statuses() })).into_response()
 }
 
-async fn groups(State(t): State<Arc<Telemetry>>) -> Response {
-    Json(serde_json::json!({ "groups": t.groups() })).into_response()
+async fn groups(State(s): State<Arc<Surface>>) -> Response {
+    Json(serde_json::json!({ "groups": s.telemetry.groups() })).into_response()
 }
 
-/// Pushgateway-compatible pushes; the logic is in [`crate::signal::push`].
-async fn push(
-    State(t): State<Arc<Telemetry>>,
-    method: axum::http::Method,
-    uri: axum::http::Uri,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Body,
-) -> Response {
-    let (response, result) =
-        crate::signal::push::handle(&t.push, &method, uri.path(), &headers, body).await;
-    t.metrics
-        .push_requests
-        .get_or_create(&crate::telemetry::metrics::PushLabels { result })
-        .inc();
-    response
-}
-
-/// How long the server may take to finish in-flight requests at shutdown.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+pub use super::conn::SHUTDOWN_GRACE;

@@ -28,26 +28,30 @@
 //!
 //! Guards: a body-size limit enforced while reading (and a 3 s deadline for
 //! the body), a sample limit, a cap on grouping keys per target, and an
-//! optional bearer token ([`super::token`]). A grouping key not pushed for
+//! optional bearer token ([`crate::auth::token`]). A grouping key not pushed for
 //! `group_ttl` (default 10 minutes, or 10 windows) is forgotten, so the cap
 //! frees up again once a burst of keys stops (issue 27: after 10,000 keys
 //! every new one was refused for good).
 //!
-//! What it may touch: nothing but its own state; the HTTP handler
-//! ([`handle`]) is mounted by `telemetry::server`.
+//! What it may touch: nothing but its own state. The HTTP side (the
+//! token, content type, body limit and deadline) is `http::push`, which
+//! calls [`PushStore::ingest`].
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use axum::http::{header, HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use thiserror::Error;
 
-use super::exposition::{for_each_sample, is_label_name, Limits};
-use super::selector::Selector;
-use super::{token, Counters, SignalError};
+use super::{Counters, SignalError};
+use crate::auth::token;
 pub use crate::config::push::{PushServerConfig, PushSignalConfig};
+pub use grouping::{parse_grouping, GroupingKey};
+
+mod grouping;
+use crate::promtext::exposition::{for_each_sample, Limits};
+use crate::promtext::selector::Selector;
 
 /// Grouping keys kept per target; more pushers than this are refused.
 pub const MAX_GROUPS_PER_TARGET: usize = 10_000;
@@ -69,7 +73,7 @@ pub enum PushError {
     Path(String),
     /// The body is not valid exposition text.
     #[error("cannot parse the push: {0}")]
-    Parse(#[from] super::exposition::ExpositionError),
+    Parse(#[from] crate::promtext::exposition::ExpositionError),
     /// A pushed sample carries a grouping label with another value.
     #[error("pushed label {label}=\"{pushed}\" conflicts with the grouping key's \"{key}\"")]
     Conflict {
@@ -102,7 +106,8 @@ pub enum PushError {
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl PushError {
-    fn status(&self) -> StatusCode {
+    /// The HTTP status a refused push is answered with.
+    pub fn status(&self) -> StatusCode {
         match self {
             PushError::Unauthorized => StatusCode::UNAUTHORIZED,
             PushError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -139,92 +144,6 @@ pub enum PushMethod {
     Post,
     /// Drop the group.
     Delete,
-}
-
-/// A grouping key: the job and the other labels of the path, sorted.
-pub type GroupingKey = BTreeMap<String, String>;
-
-/// Parses `job/<job>{/<label>/<value>}` (the path after `/metrics/`).
-pub fn parse_grouping(path: &str) -> Result<GroupingKey, PushError> {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    if segments.len() < 2 || segments.len() % 2 != 0 {
-        return Err(PushError::Path(
-            "expected /metrics/job/<job>{/<label>/<value>}".into(),
-        ));
-    }
-    let mut key = GroupingKey::new();
-    for (i, pair) in segments.chunks(2).enumerate() {
-        let raw_name = percent_decode(pair[0])
-            .ok_or_else(|| PushError::Path(format!("bad escape in `{}`", pair[0])))?;
-        let (name, value) = match raw_name.strip_suffix("@base64") {
-            Some(name) => (name.to_string(), base64url_decode(pair[1])?),
-            None => (
-                raw_name.clone(),
-                percent_decode(pair[1])
-                    .ok_or_else(|| PushError::Path(format!("bad escape in `{}`", pair[1])))?,
-            ),
-        };
-        if i == 0 && name != "job" {
-            return Err(PushError::Path(
-                "the path must start with /metrics/job/".into(),
-            ));
-        }
-        if !is_label_name(&name) {
-            return Err(PushError::Path(format!("`{name}` is not a label name")));
-        }
-        if name == "job" && value.is_empty() {
-            return Err(PushError::Path("the job must not be empty".into()));
-        }
-        if key.insert(name.clone(), value).is_some() {
-            return Err(PushError::Path(format!("label `{name}` given twice")));
-        }
-    }
-    Ok(key)
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// Base64 as Pushgateway takes it: URL-safe or standard alphabet, padding
-/// optional (`=` alone is the empty string).
-fn base64url_decode(s: &str) -> Result<String, PushError> {
-    let bad = || PushError::Path(format!("`{s}` is not base64"));
-    let s = percent_decode(s).ok_or_else(bad)?;
-    let mut bits = 0u32;
-    let mut nbits = 0;
-    let mut out = Vec::new();
-    for c in s.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return Err(bad()),
-        };
-        bits = (bits << 6) | u32::from(v);
-        nbits += 6;
-        if nbits >= 8 {
-            nbits -= 8;
-            out.push((bits >> nbits) as u8);
-            bits &= (1 << nbits) - 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| bad())
 }
 
 /// One target's view of the pushes.
@@ -449,7 +368,9 @@ impl PushStore {
         inner.inboxes.push(Arc::downgrade(inbox));
     }
 
-    fn guards(&self) -> (usize, usize, Option<String>) {
+    /// The guards in force: the body limit (bytes), the sample limit, and
+    /// the bearer token pushes must present (None: none required).
+    pub fn guards(&self) -> (usize, usize, Option<String>) {
         let inner = lock_(&self.inner);
         (inner.max_body_bytes, inner.max_samples, inner.token.clone())
     }
@@ -613,339 +534,9 @@ impl PushStore {
     }
 }
 
-/// The HTTP handler of `PUT`/`POST`/`DELETE /metrics/job/...`: the
-/// response, and the bounded result label the server counts it under.
-pub async fn handle(
-    store: &PushStore,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    body: axum::body::Body,
-) -> (Response, &'static str) {
-    let result = receive(store, method, path, headers, body).await;
-    let label = match &result {
-        Ok(_) => "accepted",
-        Err(e) => e.result(),
-    };
-    let response = match result {
-        Ok(_) => StatusCode::OK.into_response(),
-        Err(e) => {
-            let mut resp = (e.status(), format!("{e}\n")).into_response();
-            if matches!(e, PushError::Unauthorized) {
-                resp.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    header::HeaderValue::from_static("Bearer"),
-                );
-            }
-            resp
-        }
-    };
-    (response, label)
-}
-
-async fn receive(
-    store: &PushStore,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    body: axum::body::Body,
-) -> Result<usize, PushError> {
-    let (max_body, _, token) = store.guards();
-    if let Some(expected) = token {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(token::bearer)
-            .unwrap_or("");
-        if !token::matches(presented, &expected) {
-            return Err(PushError::Unauthorized);
-        }
-    }
-    let grouping = path.strip_prefix("/metrics/").unwrap_or(path);
-    let method = match *method {
-        Method::PUT => PushMethod::Put,
-        Method::POST => PushMethod::Post,
-        _ => PushMethod::Delete,
-    };
-    if method == PushMethod::Delete {
-        return store.ingest(method, grouping, "");
-    }
-    if let Some(ct) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        if ct.contains("protobuf") {
-            return Err(PushError::Unsupported(ct.to_string()));
-        }
-    }
-    if let Some(enc) = headers.get(header::CONTENT_ENCODING) {
-        let enc = enc.to_str().unwrap_or("?");
-        if enc != "identity" {
-            return Err(PushError::Unsupported(format!("Content-Encoding: {enc}")));
-        }
-    }
-    if headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > max_body)
-    {
-        return Err(PushError::TooLarge(max_body));
-    }
-    let bytes = tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, max_body))
-        .await
-        .map_err(|_| PushError::Timeout(BODY_READ_TIMEOUT))?
-        .map_err(|_| PushError::TooLarge(max_body))?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| {
-        PushError::Path("the body is not UTF-8 text".into()) // reported as bad_request
-    })?;
-    store.ingest(method, grouping, text)
-}
-
 fn lock_<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn source(cumulative: bool, labels: &[(&str, &str)]) -> PushSource {
-        PushSource::new(&PushSignalConfig {
-            job: "nb".into(),
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            attempts: Some("nb_ops_total".into()),
-            successes: None,
-            failures: r#"nb_ops_total{result="error"}"#.into(),
-            cumulative,
-            max_age: Some(Duration::from_secs(60)),
-            group_ttl: None,
-        })
-        .unwrap()
-    }
-
-    /// Issue 27 #5: with `group_ttl = 300ms`, 10,000 grouping keys fill the
-    /// cap; a new key is refused while they are fresh and accepted once
-    /// they expire. The old inbox kept every key for good.
-    #[test]
-    fn grouping_keys_expire_and_free_the_cap() {
-        let store = PushStore::default();
-        let s = PushSource::new(&PushSignalConfig {
-            job: "nb".into(),
-            labels: BTreeMap::new(),
-            attempts: Some("nb_ops_total".into()),
-            successes: None,
-            failures: r#"nb_ops_total{result="error"}"#.into(),
-            cumulative: true,
-            max_age: Some(Duration::from_secs(60)),
-            group_ttl: Some(Duration::from_millis(300)),
-        })
-        .unwrap();
-        store.register(s.inbox());
-        let started = Instant::now();
-        let text = body(1.0, 0.0);
-        for i in 0..MAX_GROUPS_PER_TARGET {
-            store
-                .ingest(PushMethod::Put, &format!("job/nb/instance/i{i}"), &text)
-                .unwrap();
-        }
-        if started.elapsed() < Duration::from_millis(250) {
-            let e = store
-                .ingest(PushMethod::Put, "job/nb/instance/new", &text)
-                .unwrap_err();
-            assert_eq!(e.result(), "unusable", "{e}");
-        }
-        std::thread::sleep(Duration::from_millis(400));
-        store
-            .ingest(PushMethod::Put, "job/nb/instance/new", &text)
-            .expect("a new key once the old ones expired");
-        // The expired groups left the sums.
-        assert_eq!(read(&s), (1.0, 0.0));
-    }
-
-    fn body(ok: f64, err: f64) -> String {
-        format!(
-            "# TYPE nb_ops_total counter\nnb_ops_total{{result=\"ok\"}} {ok}\nnb_ops_total{{result=\"error\"}} {err}\n"
-        )
-    }
-
-    fn read(s: &PushSource) -> (f64, f64) {
-        let c = s.inbox.read().unwrap();
-        (c.first, c.failures)
-    }
-
-    /// Issue 27 #3: two deltas of 1.7e308 left the totals at +Inf for good
-    /// (every later window non-finite: signal loss at the floor). Fails on
-    /// the old code, which added them unchecked.
-    #[test]
-    fn a_delta_push_that_would_overflow_is_refused_and_does_not_stick() {
-        let store = PushStore::default();
-        let s = source(false, &[]);
-        store.register(s.inbox());
-        store
-            .ingest(PushMethod::Post, "job/nb", &body(1.7e308, 0.0))
-            .unwrap();
-        let e = store
-            .ingest(PushMethod::Post, "job/nb", &body(1.7e308, 0.0))
-            .unwrap_err();
-        assert_eq!(e.result(), "unusable", "{e}");
-        assert_eq!(e.status(), StatusCode::UNPROCESSABLE_ENTITY);
-        // The totals restarted: finite, and later pushes add up again.
-        assert_eq!(read(&s), (0.0, 0.0));
-        store
-            .ingest(PushMethod::Post, "job/nb", &body(9.0, 1.0))
-            .unwrap();
-        assert_eq!(read(&s), (10.0, 1.0));
-        store.ingest(PushMethod::Delete, "job/nb", "").unwrap();
-        store
-            .ingest(PushMethod::Post, "job/nb", &body(9.0, 1.0))
-            .unwrap();
-        let c = s.inbox.read().unwrap();
-        assert!(c.first.is_finite() && c.failures.is_finite());
-    }
-
-    #[test]
-    fn grouping_keys_decode_like_pushgateway() {
-        let k = parse_grouping("job/nb/instance/a%3A1/zone@base64/ZXUvd2VzdA==").unwrap();
-        assert_eq!(k["job"], "nb");
-        assert_eq!(k["instance"], "a:1");
-        assert_eq!(k["zone"], "eu/west");
-        let k = parse_grouping("job@base64/bmI/empty@base64/=").unwrap();
-        assert_eq!((k["job"].as_str(), k["empty"].as_str()), ("nb", ""));
-        for bad in [
-            "",
-            "job",
-            "nope/x",
-            "job/",
-            "job/x/a",
-            "job/x/job/y",
-            "job/x/1a/v",
-        ] {
-            assert!(parse_grouping(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn cumulative_pushes_sum_over_groups_and_replace_per_group() {
-        let store = PushStore::default();
-        let s = source(true, &[]);
-        store.register(s.inbox());
-        assert_eq!(s.inbox.read().unwrap_err().error_type(), "stale");
-        store
-            .ingest(PushMethod::Put, "job/nb/instance/a", &body(90.0, 10.0))
-            .unwrap();
-        store
-            .ingest(PushMethod::Put, "job/nb/instance/b", &body(45.0, 5.0))
-            .unwrap();
-        assert_eq!(read(&s), (150.0, 15.0));
-        // A newer push of group a replaces a's values only.
-        store
-            .ingest(PushMethod::Put, "job/nb/instance/a", &body(190.0, 20.0))
-            .unwrap();
-        assert_eq!(read(&s), (260.0, 25.0));
-        // POST of another metric keeps a's counters; DELETE drops b.
-        store
-            .ingest(PushMethod::Post, "job/nb/instance/a", "other_metric 1\n")
-            .unwrap_err();
-        assert_eq!(read(&s), (260.0, 25.0));
-        store
-            .ingest(PushMethod::Delete, "job/nb/instance/b", "")
-            .unwrap();
-        assert_eq!(read(&s), (210.0, 20.0));
-    }
-
-    #[test]
-    fn the_lag_hint_is_the_slowest_groups_push_interval() {
-        let store = PushStore::default();
-        let s = source(true, &[]);
-        store.register(s.inbox());
-        let push = |group: &str| {
-            store
-                .ingest(
-                    PushMethod::Put,
-                    &format!("job/nb/instance/{group}"),
-                    &body(1.0, 0.0),
-                )
-                .unwrap();
-        };
-        push("a");
-        push("b");
-        assert_eq!(
-            s.inbox.read().unwrap().lag,
-            None,
-            "one push each: no interval yet"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        push("a");
-        push("b");
-        push("b");
-        let lag = s.inbox.read().unwrap().lag.expect("a lag after two pushes");
-        // a's interval (>= 200 ms) wins over b's back-to-back pushes.
-        assert!(lag >= Duration::from_millis(200), "{lag:?}");
-        // Deleting a group forgets its interval.
-        store
-            .ingest(PushMethod::Delete, "job/nb/instance/a", "")
-            .unwrap();
-        let lag = s.inbox.read().unwrap().lag.expect("b pushed twice");
-        assert!(lag < Duration::from_millis(200), "{lag:?}");
-    }
-
-    #[test]
-    fn per_push_deltas_accumulate() {
-        let store = PushStore::default();
-        let s = source(false, &[("region", "eu")]);
-        store.register(s.inbox());
-        store
-            .ingest(
-                PushMethod::Post,
-                "job/nb/region/eu/pod/1",
-                &body(40.0, 10.0),
-            )
-            .unwrap();
-        store
-            .ingest(PushMethod::Post, "job/nb/region/eu/pod/2", &body(45.0, 5.0))
-            .unwrap();
-        assert_eq!(read(&s), (100.0, 15.0));
-        // Another region is not this target's.
-        let e = store.ingest(PushMethod::Post, "job/nb/region/us", &body(1.0, 1.0));
-        assert!(matches!(e, Err(PushError::NoTarget(_))), "{e:?}");
-        // A delta push without the failure series cannot be split.
-        let e = store.ingest(
-            PushMethod::Post,
-            "job/nb/region/eu",
-            "nb_ops_total{result=\"ok\"} 5\n",
-        );
-        assert!(matches!(e, Err(PushError::Unusable(_))), "{e:?}");
-        assert_eq!(read(&s), (100.0, 15.0));
-    }
-
-    #[test]
-    fn conflicting_labels_and_garbage_are_refused() {
-        let store = PushStore::default();
-        let s = source(true, &[]);
-        store.register(s.inbox());
-        let e = store
-            .ingest(PushMethod::Put, "job/nb", "nb_ops_total{job=\"other\"} 1\n")
-            .unwrap_err();
-        assert!(matches!(e, PushError::Conflict { .. }), "{e}");
-        let e = store
-            .ingest(PushMethod::Put, "job/nb", "<html>")
-            .unwrap_err();
-        assert_eq!(e.result(), "bad_request");
-    }
-
-    #[test]
-    fn a_stopped_target_no_longer_receives() {
-        let store = PushStore::default();
-        let s = source(true, &[]);
-        store.register(s.inbox());
-        drop(s);
-        let e = store
-            .ingest(PushMethod::Put, "job/nb", &body(1.0, 0.0))
-            .unwrap_err();
-        assert!(matches!(e, PushError::NoTarget(_)));
-    }
-}
+mod tests;

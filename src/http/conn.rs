@@ -34,8 +34,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use super::lock;
-use super::metrics::FaultMetrics;
+use crate::telemetry::lock;
+use crate::telemetry::metrics::FaultMetrics;
+
+/// How long the server may take to finish in-flight requests at shutdown.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// The server's guards.
 #[derive(Debug, Clone, Copy)]
@@ -344,7 +347,7 @@ async fn serve_one(
             _ = conn.close.cancelled() => return,
             _ = stopping.cancelled() => {
                 connection.as_mut().graceful_shutdown();
-                let _ = tokio::time::timeout(super::server::SHUTDOWN_GRACE, connection.as_mut()).await;
+                let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection.as_mut()).await;
                 return;
             }
             _ = tokio::time::sleep(idle_check) => {
