@@ -25,7 +25,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub mod group;
@@ -39,6 +39,7 @@ use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError, Params, Profile};
 
 mod closed;
+mod duration;
 pub use closed::state_file_problem;
 pub mod fields;
 pub mod redact;
@@ -170,11 +171,7 @@ pub struct TargetConfig {
     /// A window is clean below this (default: high / 5).
     pub low: Option<f64>,
     /// The length of one window.
-    #[serde(
-        default = "default_window",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_window", with = "duration")]
     pub window: Duration,
     /// What to write on shutdown.
     #[serde(default)]
@@ -204,12 +201,7 @@ pub struct TargetConfig {
     /// window starts only this long after the change is confirmed, so that
     /// no window mixes two offers. Default: the signal kind's own (see
     /// [`TargetConfig::lag_description`]).
-    #[serde(
-        default,
-        deserialize_with = "de_opt_duration",
-        serialize_with = "ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub signal_lag: Option<Duration>,
     /// Where counters come from.
     pub signal: SignalConfig,
@@ -384,11 +376,7 @@ pub struct LocustSignalConfig {
     /// The web UI's base URL, e.g. `http://127.0.0.1:8089`.
     pub url: String,
     /// Timeout of one stats read.
-    #[serde(
-        default = "default_signal_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_signal_timeout", with = "duration")]
     pub timeout: Duration,
 }
 
@@ -407,11 +395,7 @@ pub struct K6SignalConfig {
     /// (approximate).
     pub failures: Option<String>,
     /// Timeout of one read (both metrics are read concurrently).
-    #[serde(
-        default = "default_signal_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_signal_timeout", with = "duration")]
     pub timeout: Duration,
 }
 
@@ -422,11 +406,7 @@ pub struct GooseSignalConfig {
     /// The WebSocket controller, e.g. `ws://127.0.0.1:5117`.
     pub url: String,
     /// Timeout of one request (connect, send, answer).
-    #[serde(
-        default = "default_signal_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_signal_timeout", with = "duration")]
     pub timeout: Duration,
 }
 
@@ -445,11 +425,7 @@ pub struct PrometheusSignalConfig {
     /// Optional gauge selector holding the committed offer.
     pub offer: Option<String>,
     /// Timeout of one scrape.
-    #[serde(
-        default = "default_signal_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_signal_timeout", with = "duration")]
     pub timeout: Duration,
     /// Extra request headers (no credentials: use `auth`).
     #[serde(default)]
@@ -527,11 +503,7 @@ pub struct LocustControlConfig {
     /// the new count within about one window.
     pub spawn_rate: Option<f64>,
     /// Timeout of one request.
-    #[serde(
-        default = "default_control_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_control_timeout", with = "duration")]
     pub timeout: Duration,
     /// Read-backs tried before a write counts as unconfirmed. Locust reports
     /// the users actually running (they ramp at `spawn_rate`) through a
@@ -539,11 +511,7 @@ pub struct LocustControlConfig {
     #[serde(default = "default_locust_confirm_attempts")]
     pub confirm_attempts: u32,
     /// Pause between read-backs while confirming.
-    #[serde(
-        default = "default_locust_confirm_interval",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_locust_confirm_interval", with = "duration")]
     pub confirm_interval: Duration,
     /// Writes tried before a failed or unconfirmed write is reported.
     #[serde(default = "default_write_attempts")]
@@ -565,21 +533,13 @@ pub struct ToolControlConfig {
     /// `ws://127.0.0.1:5117` (Goose).
     pub url: String,
     /// Timeout of one request.
-    #[serde(
-        default = "default_control_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_control_timeout", with = "duration")]
     pub timeout: Duration,
     /// Read-backs tried before a write counts as unconfirmed.
     #[serde(default = "default_tool_confirm_attempts")]
     pub confirm_attempts: u32,
     /// Pause between read-backs while confirming.
-    #[serde(
-        default = "default_tool_confirm_interval",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_tool_confirm_interval", with = "duration")]
     pub confirm_interval: Duration,
     /// Writes tried before a failed or unconfirmed write is reported.
     #[serde(default = "default_write_attempts")]
@@ -609,11 +569,7 @@ pub struct HttpControlConfig {
     #[serde(default = "default_content_type")]
     pub content_type: String,
     /// Timeout of one write.
-    #[serde(
-        default = "default_control_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_control_timeout", with = "duration")]
     pub timeout: Duration,
     /// Extra request headers (no credentials: use `auth`).
     #[serde(default)]
@@ -630,11 +586,7 @@ pub struct HttpControlConfig {
     #[serde(default = "default_confirm_attempts")]
     pub confirm_attempts: u32,
     /// Pause between read-backs while confirming.
-    #[serde(
-        default = "default_confirm_interval",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_confirm_interval", with = "duration")]
     pub confirm_interval: Duration,
     /// Writes tried before a failed or unconfirmed write is reported.
     #[serde(default = "default_write_attempts")]
@@ -672,11 +624,7 @@ pub struct ReadBackConfig {
     /// RFC 6901 pointer to the number in the JSON response.
     pub json_pointer: String,
     /// Timeout of one read-back (default: the control's timeout).
-    #[serde(
-        default,
-        deserialize_with = "de_opt_duration",
-        serialize_with = "ser_opt_duration"
-    )]
+    #[serde(default, with = "duration")]
     pub timeout: Option<Duration>,
 }
 
@@ -1224,37 +1172,6 @@ fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
             format!(" (line {line})")
         }
         None => String::new(),
-    }
-}
-
-/// Deserializes a humantime duration such as `"2s"` or `"250ms"`.
-pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    humantime::parse_duration(&s).map_err(|e| {
-        serde::de::Error::custom(format!(
-            "`{s}` is not a duration ({e}); write it with a unit, e.g. \"2s\" or \"250ms\""
-        ))
-    })
-}
-
-/// Deserializes an optional humantime duration (present means `Some`).
-pub fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    de_duration(d).map(Some)
-}
-
-/// Serializes a duration as a humantime string.
-pub fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&humantime::format_duration(*d).to_string())
-}
-
-/// Serializes an optional duration as a humantime string.
-pub fn ser_opt_duration<S: serde::Serializer>(
-    d: &Option<Duration>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => ser_duration(d, s),
-        None => s.serialize_none(),
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{ControlConfig, SignalConfig, TargetConfig};
+use super::{duration, ControlConfig, SignalConfig, TargetConfig};
 
 /// `[[targets.instances]]`: one statically listed instance.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -50,18 +50,10 @@ pub struct GroupConfig {
     /// A Prometheus HTTP SD endpoint listing instances.
     pub http_sd: Option<String>,
     /// How often discovery is refreshed.
-    #[serde(
-        default = "default_refresh",
-        deserialize_with = "crate::config::de_duration",
-        serialize_with = "crate::config::ser_duration"
-    )]
+    #[serde(default = "default_refresh", with = "duration")]
     pub refresh: Duration,
     /// Timeout of one HTTP SD request.
-    #[serde(
-        default = "default_sd_timeout",
-        deserialize_with = "crate::config::de_duration",
-        serialize_with = "crate::config::ser_duration"
-    )]
+    #[serde(default = "default_sd_timeout", with = "duration")]
     pub timeout: Duration,
     /// A discovered label whose value is the instance's weight.
     pub weight_label: Option<String>,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_url, SignalConfig, TargetConfig};
+use super::{check_url, duration, SignalConfig, TargetConfig};
 use crate::promtext::promql::check_balanced;
 use crate::promtext::selector::Selector;
 
@@ -29,18 +29,10 @@ pub struct LatencyConfig {
     /// The quantile bounded, in (0, 1): 0.99 for p99.
     pub quantile: f64,
     /// Back off when the window's quantile is above this.
-    #[serde(
-        deserialize_with = "super::de_duration",
-        serialize_with = "super::ser_duration"
-    )]
+    #[serde(with = "duration")]
     pub bound: Duration,
     /// A window is latency-clean below this (default: 80 % of `bound`).
-    #[serde(
-        default,
-        deserialize_with = "super::de_opt_duration",
-        serialize_with = "super::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub low: Option<Duration>,
     /// A Prometheus histogram (seconds) in an exposition: its `_bucket`
     /// series, summed by `le` over the series the selector matches. The
@@ -63,11 +55,7 @@ pub struct LatencyConfig {
     /// `query` (default: the signal's when it is PromQL).
     pub url: Option<String>,
     /// Timeout of one latency read.
-    #[serde(
-        default = "default_timeout",
-        deserialize_with = "super::de_duration",
-        serialize_with = "super::ser_duration"
-    )]
+    #[serde(default = "default_timeout", with = "duration")]
     pub timeout: Duration,
     /// Extra request headers (no credentials).
     #[serde(default)]

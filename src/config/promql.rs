@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::token;
+use crate::config::duration;
 use crate::promtext::promql::{check_balanced, promql_duration};
 
 /// `kind = "promql"`
@@ -29,22 +30,13 @@ pub struct PromqlSignalConfig {
     #[serde(default)]
     pub mode: PromqlMode,
     /// A sample older than this is no signal (default: the target's window).
-    #[serde(
-        default,
-        deserialize_with = "crate::config::de_opt_duration",
-        serialize_with = "crate::config::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub max_age: Option<Duration>,
     /// PromQL returning sample timestamps (default: `timestamp()` of the
     /// selectors in the expressions).
     pub freshness: Option<String>,
     /// Timeout of each query.
-    #[serde(
-        default = "default_query_timeout",
-        deserialize_with = "crate::config::de_duration",
-        serialize_with = "crate::config::ser_duration"
-    )]
+    #[serde(default = "default_query_timeout", with = "duration")]
     pub timeout: Duration,
     /// Extra request headers.
     #[serde(default)]

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::token;
+use crate::config::duration;
 use crate::promtext::exposition::is_label_name;
 use crate::promtext::selector::Selector;
 
@@ -33,22 +34,12 @@ pub struct PushSignalConfig {
     /// one interval's counts (per-push deltas).
     pub cumulative: bool,
     /// Nothing pushed for this long is no signal (default: the window).
-    #[serde(
-        default,
-        deserialize_with = "crate::config::de_opt_duration",
-        serialize_with = "crate::config::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub max_age: Option<Duration>,
     /// A grouping key not pushed for this long is forgotten (its counters
     /// leave the sums, and it no longer counts towards the cap of 10,000
     /// keys per target). Default: 10 minutes, or 10 windows if longer.
-    #[serde(
-        default,
-        deserialize_with = "crate::config::de_opt_duration",
-        serialize_with = "crate::config::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub group_ttl: Option<Duration>,
 }
 
