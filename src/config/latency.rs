@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_url, duration, SignalConfig, TargetConfig};
+use super::validate::check_url;
+use super::{duration, SignalConfig, TargetConfig};
 use crate::promtext::promql::check_balanced;
 use crate::promtext::selector::Selector;
 

@@ -69,7 +69,7 @@ impl PushSignalConfig {
                 ));
             }
         }
-        out.extend(super::attempts_xor_successes(
+        out.extend(super::validate::attempts_xor_successes(
             self.attempts.is_some(),
             self.successes.is_some(),
         ));
