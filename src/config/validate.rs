@@ -43,24 +43,41 @@ impl Config {
 
     /// Semantic checks over parsed targets; returns every problem.
     pub fn validate(&self) -> Vec<FieldError> {
-        let mut errors = Vec::new();
+        let mut errors = self.server_problems();
         let mut names = HashSet::new();
-        if !(16..=65_536).contains(&self.server.max_connections) {
+        for t in &self.targets {
+            check_target(t, &mut names, &mut |field: &str, reason: String| {
+                errors.push(FieldError {
+                    target: Some(t.name.clone()),
+                    field: field.to_string(),
+                    reason,
+                })
+            });
+        }
+        errors
+    }
+
+    /// The `[server]` table's problems.
+    fn server_problems(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let mut err = |field: String, reason: String| {
             errors.push(FieldError {
                 target: None,
-                field: "server.max_connections".into(),
-                reason: format!(
+                field,
+                reason,
+            })
+        };
+        if !(16..=65_536).contains(&self.server.max_connections) {
+            err(
+                "server.max_connections".into(),
+                format!(
                     "must be between 16 and 65536 (got {}); each open connection holds a file descriptor",
                     self.server.max_connections
                 ),
-            });
+            );
         }
         for (field, reason) in self.server.push.problems() {
-            errors.push(FieldError {
-                target: None,
-                field: format!("server.push.{field}"),
-                reason,
-            });
+            err(format!("server.push.{field}"), reason);
         }
         let pulls = self.targets.iter().any(|t| {
             matches!(t.control, ControlConfig::Pull(_))
@@ -69,51 +86,43 @@ impl Config {
                     .any(|i| matches!(i.control, Some(ControlConfig::Pull(_))))
         });
         for (field, reason) in self.server.pull.problems(self.server.listen, pulls) {
-            errors.push(FieldError {
-                target: None,
-                field: format!("server.pull.{field}"),
-                reason,
-            });
-        }
-        for t in &self.targets {
-            let mut err = |field: &str, reason: String| {
-                errors.push(FieldError {
-                    target: Some(t.name.clone()),
-                    field: field.to_string(),
-                    reason,
-                })
-            };
-            if t.name.trim().is_empty() {
-                err("name", "must not be empty".into());
-            } else if !names.insert(t.name.clone()) {
-                err("name", "duplicate target name; names must be unique".into());
-            }
-            if let Err(param_errors) = t.params() {
-                for e in param_errors {
-                    err(param_field(&e), e.to_string());
-                }
-            }
-            if t.window.is_zero() {
-                err("window", "must be longer than 0s, e.g. \"2s\"".into());
-            }
-            if t.signal_loss_windows == 0 {
-                err("signal_loss_windows", "must be at least 1".into());
-            }
-            if let Some(l) = &t.latency {
-                for (field, reason) in l.problems(t) {
-                    err(&field, reason);
-                }
-            }
-            if t.is_group() {
-                for (field, reason) in group::problems(t) {
-                    err(&field, reason);
-                }
-                continue;
-            }
-            check_io(t, &mut err);
+            err(format!("server.pull.{field}"), reason);
         }
         errors
     }
+}
+
+/// One target's checks; `names` holds the names seen so far, to refuse a
+/// duplicate.
+fn check_target(t: &TargetConfig, names: &mut HashSet<String>, err: &mut impl FnMut(&str, String)) {
+    if t.name.trim().is_empty() {
+        err("name", "must not be empty".into());
+    } else if !names.insert(t.name.clone()) {
+        err("name", "duplicate target name; names must be unique".into());
+    }
+    if let Err(param_errors) = t.params() {
+        for e in param_errors {
+            err(param_field(&e), e.to_string());
+        }
+    }
+    if t.window.is_zero() {
+        err("window", "must be longer than 0s, e.g. \"2s\"".into());
+    }
+    if t.signal_loss_windows == 0 {
+        err("signal_loss_windows", "must be at least 1".into());
+    }
+    if let Some(l) = &t.latency {
+        for (field, reason) in l.problems(t) {
+            err(&field, reason);
+        }
+    }
+    if t.is_group() {
+        for (field, reason) in group::problems(t) {
+            err(&field, reason);
+        }
+        return;
+    }
+    check_io(t, err);
 }
 
 /// The signal's and control's checks of one (non-group) target; a group
@@ -132,16 +141,10 @@ pub(super) fn check_io(t: &TargetConfig, err: &mut dyn FnMut(&str, String)) {
         return;
     };
     check_url(&mut err, "signal.url", &s.url);
-    match (&s.attempts, &s.successes) {
-        (None, None) => err(
-            "signal.attempts",
-            "give `attempts` (all resolved attempts) or `successes`".into(),
-        ),
-        (Some(_), Some(_)) => err(
-            "signal.successes",
-            "give either `attempts` or `successes`, not both".into(),
-        ),
-        _ => {}
+    if let Some((field, reason)) =
+        attempts_xor_successes(s.attempts.is_some(), s.successes.is_some())
+    {
+        err(&format!("signal.{field}"), reason);
     }
     for (field, sel) in [
         ("signal.attempts", s.attempts.as_deref()),
@@ -155,9 +158,7 @@ pub(super) fn check_io(t: &TargetConfig, err: &mut dyn FnMut(&str, String)) {
             }
         }
     }
-    if s.timeout.is_zero() {
-        err("signal.timeout", "must be longer than 0s".into());
-    }
+    positive(&mut err, "signal.timeout", s.timeout);
     if s.max_body_bytes == 0 || s.max_samples == 0 {
         err(
             "signal.max_body_bytes",
@@ -212,15 +213,8 @@ fn check_http_control(
             format!("`{}` is not an HTTP method", c.method),
         );
     }
-    if c.timeout.is_zero() {
-        err("control.timeout", "must be longer than 0s".into());
-    }
-    if c.confirm_attempts == 0 {
-        err("control.confirm_attempts", "must be at least 1".into());
-    }
-    if c.write_attempts == 0 {
-        err("control.write_attempts", "must be at least 1".into());
-    }
+    positive(err, "control.timeout", c.timeout);
+    attempts(err, c.confirm_attempts, c.write_attempts);
     match &c.read_back {
         Some(rb) => {
             check_url(err, "control.read_back.url", &rb.url);
@@ -272,20 +266,17 @@ fn check_adapters(err: &mut impl FnMut(&str, String), t: &TargetConfig) {
         SignalConfig::K6(k) => {
             check_url(err, "signal.url", &k.url);
             positive(err, "signal.timeout", k.timeout);
-            if let Some(name) = &k.attempts {
-                if !limits::is_k6_metric_name(name) {
-                    err(
-                        "signal.attempts",
-                        format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
-                    );
-                }
-            }
-            if let Some(name) = &k.failures {
-                if !limits::is_k6_metric_name(name) {
-                    err(
-                        "signal.failures",
-                        format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
-                    );
+            for (field, name) in [
+                ("signal.attempts", &k.attempts),
+                ("signal.failures", &k.failures),
+            ] {
+                if let Some(name) = name {
+                    if !limits::is_k6_metric_name(name) {
+                        err(
+                            field,
+                            format!("`{name}` is not a k6 metric name (letters, digits and `_`, starting with a letter or `_`, at most 128)"),
+                        );
+                    }
                 }
             }
         }
