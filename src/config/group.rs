@@ -240,22 +240,33 @@ fn member_spec(
     })
 }
 
+/// A statically listed instance as a member, named `name`: its own signal
+/// and control, or the target's templates filled with its name, address
+/// and labels.
+fn instance_spec(
+    t: &TargetConfig,
+    i: &InstanceConfig,
+    name: &str,
+) -> Result<MemberSpec, (&'static str, String)> {
+    member_spec(
+        t,
+        name,
+        i.address.as_deref(),
+        i.weight,
+        &i.labels,
+        (i.signal.as_ref(), i.control.as_ref()),
+        false,
+    )
+}
+
 /// The statically listed members of a target.
 pub fn static_members(t: &TargetConfig) -> Result<Vec<MemberSpec>, String> {
     t.instances
         .iter()
         .map(|i| {
             let name = instance_name(i).ok_or("an instance needs a `name` or an `address`")?;
-            member_spec(
-                t,
-                &name,
-                i.address.as_deref(),
-                i.weight,
-                &i.labels,
-                (i.signal.as_ref(), i.control.as_ref()),
-                false,
-            )
-            .map_err(|(field, e)| format!("instances[{name}].{field}: {e}"))
+            instance_spec(t, i, &name)
+                .map_err(|(field, e)| format!("instances[{name}].{field}: {e}"))
         })
         .collect()
 }
@@ -403,16 +414,7 @@ pub fn problems(t: &TargetConfig) -> Vec<(String, String)> {
                 )),
             );
         }
-        let spec = member_spec(
-            t,
-            &name,
-            i.address.as_deref(),
-            i.weight,
-            &i.labels,
-            (i.signal.as_ref(), i.control.as_ref()),
-            false,
-        );
-        check(prefix, spec);
+        check(prefix, instance_spec(t, i, &name));
     }
     if !g.file_sd.is_empty() || g.http_sd.is_some() {
         let none = BTreeMap::new();

@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::validate::check_url;
+use super::validate::{bad_selector, check_url};
 use super::{duration, SignalConfig, TargetConfig};
 use crate::promtext::promql::check_balanced;
-use crate::promtext::selector::Selector;
 
 /// `[targets.latency]`
 ///
@@ -261,11 +260,8 @@ impl LatencyConfig {
             Ok(spec) => match spec {
                 LatencySourceSpec::Histogram { url, selector } => {
                     check_url(&mut err, "latency.url", &url);
-                    if let Err(e) = selector.parse::<Selector>() {
-                        err(
-                            "latency.histogram",
-                            format!("bad selector `{selector}`: {e}"),
-                        );
+                    if let Some(reason) = bad_selector(&selector) {
+                        err("latency.histogram", reason);
                     }
                 }
                 LatencySourceSpec::Query { url, expr } => {

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use crate::auth::token;
 use crate::config::duration;
 use crate::promtext::exposition::is_label_name;
-use crate::promtext::selector::Selector;
 
 /// `kind = "push"`
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -79,8 +78,8 @@ impl PushSignalConfig {
             ("failures", Some(self.failures.as_str())),
         ] {
             if let Some(sel) = sel {
-                if let Err(e) = sel.parse::<Selector>() {
-                    out.push((field, format!("bad selector `{sel}`: {e}")));
+                if let Some(reason) = super::validate::bad_selector(sel) {
+                    out.push((field, reason));
                 }
             }
         }

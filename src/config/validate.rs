@@ -15,6 +15,7 @@ use super::{
 };
 use crate::auth::{AuthConfig, Credentials, TlsConfig};
 use crate::governor::{Control, ParamError};
+use crate::promtext::selector::Selector;
 
 /// The problem with a counter signal's `attempts` and `successes` (exactly
 /// one must be given), as (field, reason).
@@ -153,8 +154,8 @@ pub(super) fn check_io(t: &TargetConfig, err: &mut dyn FnMut(&str, String)) {
         ("signal.offer", s.offer.as_deref()),
     ] {
         if let Some(sel) = sel {
-            if let Err(e) = sel.parse::<crate::promtext::selector::Selector>() {
-                err(field, format!("bad selector `{sel}`: {e}"));
+            if let Some(reason) = bad_selector(sel) {
+                err(field, reason);
             }
         }
     }
@@ -170,6 +171,13 @@ pub(super) fn check_io(t: &TargetConfig, err: &mut dyn FnMut(&str, String)) {
         return; // A tool adapter's control (checked above).
     };
     check_http_control(&mut err, c, s.offer.is_some());
+}
+
+/// Why a selector key does not parse, said the same way for every key.
+pub(super) fn bad_selector(sel: &str) -> Option<String> {
+    sel.parse::<Selector>()
+        .err()
+        .map(|e| format!("bad selector `{sel}`: {e}"))
 }
 
 /// Credentials must come from files or the environment, never inline.
