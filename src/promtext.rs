@@ -14,6 +14,8 @@
 //! - [`promql`]: PromQL expression text (selectors in an expression,
 //!   balance, durations).
 
+mod excerpt;
 pub mod exposition;
+mod names;
 pub mod promql;
 pub mod selector;
