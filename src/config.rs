@@ -22,14 +22,14 @@
 //! Where things are: the serde types by table (`server`, `target`,
 //! `signal`, `control`, and the kinds and tables with rules of their own:
 //! [`promql`], [`push`], [`pull`], [`group`], [`latency`]); durations in
-//! `duration`; reading in `parse` (with [`fields`] naming the field of each
+//! `duration`; reading in `parse` (with `fields` naming the field of each
 //! type error); the semantic checks in `validate` (and `closed`, the checks
 //! that keep the governor closed by default); the problems themselves in
-//! `error`; the tools' own limits in [`limits`].
+//! `error`; the tools' own limits in `limits`.
 
 pub mod group;
 pub mod latency;
-pub mod limits;
+pub(crate) mod limits;
 pub mod promql;
 pub mod pull;
 pub mod push;
@@ -38,9 +38,9 @@ mod closed;
 mod control;
 mod duration;
 mod error;
-pub mod fields;
+pub(crate) mod fields;
 mod parse;
-pub mod redact;
+pub(crate) mod redact;
 mod server;
 mod signal;
 mod target;

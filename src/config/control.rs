@@ -32,7 +32,7 @@ pub enum ControlConfig {
 
 impl ControlConfig {
     /// The TLS settings, when the kind talks HTTP(S).
-    pub fn tls(&self) -> Option<&TlsConfig> {
+    pub(crate) fn tls(&self) -> Option<&TlsConfig> {
         match self {
             ControlConfig::Http(h) => Some(&h.tls),
             _ => None,

@@ -113,7 +113,7 @@ impl MemberSpec {
     /// member keeps its fingerprint for as long as it runs (about 1 kB of
     /// text each); two different specs share a 64-bit hash with odds of
     /// about 2^-64.
-    pub fn fingerprint(&self) -> u64 {
+    pub(crate) fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let text = serde_json::to_string(&(&self.signal, &self.control)).unwrap_or_default();
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -260,7 +260,7 @@ fn instance_spec(
 }
 
 /// The statically listed members of a target.
-pub fn static_members(t: &TargetConfig) -> Result<Vec<MemberSpec>, String> {
+pub(crate) fn static_members(t: &TargetConfig) -> Result<Vec<MemberSpec>, String> {
     t.instances
         .iter()
         .map(|i| {
@@ -287,7 +287,7 @@ pub struct Discovered {
 /// Parses Prometheus `file_sd` / HTTP SD JSON:
 /// `[{"targets": ["host:port", ...], "labels": {"k": "v"}}, ...]`.
 /// An address listed twice keeps its first entry.
-pub fn parse_sd(body: &str) -> Result<Vec<Discovered>, String> {
+pub(crate) fn parse_sd(body: &str) -> Result<Vec<Discovered>, String> {
     #[derive(Deserialize)]
     struct Entry {
         targets: Vec<String>,
@@ -314,7 +314,7 @@ pub fn parse_sd(body: &str) -> Result<Vec<Discovered>, String> {
     Ok(out)
 }
 
-pub fn discovered_member(
+pub(crate) fn discovered_member(
     t: &TargetConfig,
     d: &Discovered,
     weight_label: Option<&str>,

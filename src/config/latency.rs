@@ -97,7 +97,7 @@ pub enum LatencySourceSpec {
 
 impl LatencyConfig {
     /// The clean level in seconds.
-    pub fn low_secs(&self) -> f64 {
+    pub(crate) fn low_secs(&self) -> f64 {
         self.low.map_or(
             self.bound.as_secs_f64() * crate::governor::latency::DEFAULT_LOW_FRACTION,
             |d| d.as_secs_f64(),
@@ -106,7 +106,7 @@ impl LatencyConfig {
 
     /// The `_bucket` selector for `histogram`: the name gets `_bucket`
     /// unless it already ends so.
-    pub fn bucket_selector(histogram: &str) -> String {
+    pub(crate) fn bucket_selector(histogram: &str) -> String {
         let (name, rest) = match histogram.find('{') {
             Some(i) => histogram.split_at(i),
             None => (histogram, ""),
@@ -299,7 +299,7 @@ pub const LOCUST_DEFAULT_PERCENTILES: [f64; 2] = [0.5, 0.95];
 
 /// The window of Locust's rolling percentiles
 /// (`CURRENT_RESPONSE_TIME_PERCENTILE_WINDOW`).
-pub const LOCUST_PERCENTILE_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const LOCUST_PERCENTILE_WINDOW: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

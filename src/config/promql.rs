@@ -74,7 +74,7 @@ impl PromqlSignalConfig {
     /// Fills what depends on the target: `max_age` defaults to the window,
     /// and `{{window}}` in an expression becomes the window as a PromQL
     /// duration (`2s`, `500ms`).
-    pub fn resolve(&mut self, window: Duration) {
+    pub(crate) fn resolve(&mut self, window: Duration) {
         self.max_age.get_or_insert(window);
         let w = promql_duration(window);
         for expr in [

@@ -24,7 +24,7 @@ use crate::auth::{AuthConfig, Credentials, Secret};
 /// Distinct puller identities remembered per target (the oldest is
 /// forgotten beyond this), so a script that invents a new id per request
 /// cannot grow the controller's memory.
-pub const DEFAULT_MAX_CLIENTS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_CLIENTS: usize = 10_000;
 
 /// `[targets.control] kind = "pull"`: the tool pulls its offer.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -43,12 +43,12 @@ pub struct PushSignalConfig {
 }
 
 /// The shortest default `group_ttl`.
-pub const DEFAULT_GROUP_TTL: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_GROUP_TTL: Duration = Duration::from_secs(600);
 
 impl PushSignalConfig {
     /// `max_age` defaults to the target's window; `group_ttl` to
     /// [`DEFAULT_GROUP_TTL`] or 10 windows, whichever is longer.
-    pub fn resolve(&mut self, window: Duration) {
+    pub(crate) fn resolve(&mut self, window: Duration) {
         self.max_age.get_or_insert(window);
         self.group_ttl
             .get_or_insert(DEFAULT_GROUP_TTL.max(window.saturating_mul(10)));

@@ -33,7 +33,7 @@ pub enum SignalConfig {
 
 impl SignalConfig {
     /// The TLS settings, when the kind talks HTTP(S).
-    pub fn tls(&self) -> Option<&TlsConfig> {
+    pub(crate) fn tls(&self) -> Option<&TlsConfig> {
         match self {
             SignalConfig::Prometheus(p) => Some(&p.tls),
             // The tool adapters build their own requests without TLS options.
@@ -56,13 +56,13 @@ impl SignalConfig {
     /// Whether the counters arrive in batches (pushed, or a query of stored
     /// samples) rather than being read from the tool: the first batch after
     /// an offer change can still carry seconds of the old offer's attempts.
-    pub fn arrives_in_batches(&self) -> bool {
+    pub(crate) fn arrives_in_batches(&self) -> bool {
         matches!(self, SignalConfig::Push(_) | SignalConfig::Promql(_))
     }
 
     /// Fills the defaults that depend on the target's window (a PromQL
     /// `{{window}}`, `max_age`).
-    pub fn resolve_window(&mut self, window: Duration) {
+    pub(crate) fn resolve_window(&mut self, window: Duration) {
         match self {
             SignalConfig::Promql(q) => q.resolve(window),
             SignalConfig::Push(p) => p.resolve(window),
@@ -72,7 +72,7 @@ impl SignalConfig {
 
     /// Whether the signal also reports the committed offer (so that a
     /// generic `http` control may confirm writes without a read-back).
-    pub fn has_offer(&self) -> bool {
+    pub(crate) fn has_offer(&self) -> bool {
         match self {
             SignalConfig::Prometheus(p) => p.offer.is_some(),
             // `user_count` rides along in the same stats response.

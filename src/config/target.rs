@@ -139,7 +139,7 @@ fn default_window() -> Duration {
 
 impl TargetConfig {
     /// The window when none is configured.
-    pub fn default_window() -> Duration {
+    pub(crate) fn default_window() -> Duration {
         default_window()
     }
 
@@ -195,7 +195,7 @@ impl TargetConfig {
         }
     }
 
-    /// The governor parameters (validated by [`Config::validate`](super::Config::validate)).
+    /// The governor parameters (validated by `Config::validate`).
     pub fn params(&self) -> Result<Params, Vec<ParamError>> {
         Params::new(
             self.knob,
@@ -211,7 +211,7 @@ impl TargetConfig {
 impl TargetConfig {
     /// Resolves the window-dependent signal defaults of the target and of
     /// its instances.
-    pub fn resolve_window(&mut self) {
+    pub(crate) fn resolve_window(&mut self) {
         let window = self.window;
         self.signal.resolve_window(window);
         for i in &mut self.instances {

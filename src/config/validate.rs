@@ -43,7 +43,7 @@ impl Config {
     }
 
     /// Semantic checks over parsed targets; returns every problem.
-    pub fn validate(&self) -> Vec<FieldError> {
+    pub(crate) fn validate(&self) -> Vec<FieldError> {
         let mut errors = self.server_problems();
         let mut names = HashSet::new();
         for t in &self.targets {

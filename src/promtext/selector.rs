@@ -102,7 +102,7 @@ impl Matcher {
     }
 
     /// Whether a label value (`""` for a missing label) satisfies this matcher.
-    pub fn matches_value(&self, value: &str) -> bool {
+    pub(crate) fn matches_value(&self, value: &str) -> bool {
         match self.op {
             MatchOp::Equal => value == self.value,
             MatchOp::NotEqual => value != self.value,
@@ -187,12 +187,12 @@ impl Selector {
     }
 
     /// Whether an owned sample is selected.
-    pub fn matches_sample(&self, sample: &Sample) -> bool {
+    pub(crate) fn matches_sample(&self, sample: &Sample) -> bool {
         self.matches(&sample.name, &sample.labels)
     }
 
     /// Whether a streamed sample is selected.
-    pub fn matches_ref(&self, sample: &SampleRef<'_>) -> bool {
+    pub(crate) fn matches_ref(&self, sample: &SampleRef<'_>) -> bool {
         self.matches(sample.name, sample.labels)
     }
 

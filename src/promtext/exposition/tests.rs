@@ -1,4 +1,3 @@
-
 use super::escape::unescape;
 use super::numbers::fast_decimal;
 use super::scanner::find_quote_or_backslash;

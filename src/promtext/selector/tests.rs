@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn sel(src: &str) -> Selector {
