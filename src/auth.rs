@@ -34,7 +34,7 @@ impl Secret {
     }
 
     /// The value, for building a request header only.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -94,7 +94,7 @@ impl TlsConfig {
 
 /// A credential problem; the message never contains the secret.
 #[derive(Debug, Error)]
-pub enum AuthError {
+pub(crate) enum AuthError {
     /// More than one source, or a password without a user.
     #[error("{0}")]
     Conflict(String),
@@ -139,7 +139,7 @@ pub enum Credentials {
 
 impl Credentials {
     /// Resolves an auth config: reads the files and variables it names.
-    pub fn resolve(cfg: &AuthConfig) -> Result<Credentials, AuthError> {
+    pub(crate) fn resolve(cfg: &AuthConfig) -> Result<Credentials, AuthError> {
         let bearer = read_one(
             "bearer_token",
             cfg.bearer_token_file.as_deref(),
@@ -210,7 +210,7 @@ fn read_one(
 }
 
 /// Applies a TLS config to a client builder.
-pub fn apply_tls(
+pub(crate) fn apply_tls(
     mut builder: reqwest::ClientBuilder,
     tls: &TlsConfig,
 ) -> Result<reqwest::ClientBuilder, AuthError> {

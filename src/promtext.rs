@@ -13,7 +13,12 @@
 //! - [`selector`]: PromQL instant-vector selectors, summed over series.
 //! - [`promql`]: PromQL expression text (selectors in an expression,
 //!   balance, durations).
+//!
+//! Shared by the parsers: `names` (which bytes make metric and label names)
+//! and `excerpt` (how an error message quotes the input).
 
+mod excerpt;
 pub mod exposition;
+mod names;
 pub mod promql;
 pub mod selector;

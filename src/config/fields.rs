@@ -21,7 +21,7 @@ use crate::config::push::PushSignalConfig;
 /// A type error at a field: its dotted path within the table (empty for
 /// the table itself) and what is wrong.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TypeError {
+pub(crate) struct TypeError {
     /// `ceiling`, `signal.timeout`, `control.read_back.url`, ...
     pub path: String,
     /// `expected a number, got "abc"`
@@ -38,7 +38,7 @@ pub fn join(table: &str, path: &str) -> String {
 }
 
 /// Deserializes one table, naming the field of any error.
-pub fn deserialize<T: DeserializeOwned>(value: toml::Value) -> Result<T, TypeError> {
+pub(crate) fn deserialize<T: DeserializeOwned>(value: toml::Value) -> Result<T, TypeError> {
     let original = value.clone();
     match serde_path_to_error::deserialize::<_, T>(value) {
         Ok(v) => Ok(v),
@@ -127,7 +127,7 @@ fn inner_error<T: DeserializeOwned>(value: toml::Value) -> Option<TypeError> {
 
 /// Rewrites serde's "invalid type: X, expected Y" as "expected Y, got X",
 /// in words a config author uses.
-pub fn rewrite(message: &str) -> String {
+pub(crate) fn rewrite(message: &str) -> String {
     let message = message.trim().replace('\n', " ");
     for prefix in ["invalid type: ", "invalid value: "] {
         let Some(rest) = message.strip_prefix(prefix) else {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{ControlConfig, SignalConfig, TargetConfig};
+use super::{duration, ControlConfig, SignalConfig, TargetConfig};
 
 /// `[[targets.instances]]`: one statically listed instance.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -50,18 +50,10 @@ pub struct GroupConfig {
     /// A Prometheus HTTP SD endpoint listing instances.
     pub http_sd: Option<String>,
     /// How often discovery is refreshed.
-    #[serde(
-        default = "default_refresh",
-        deserialize_with = "crate::config::de_duration",
-        serialize_with = "crate::config::ser_duration"
-    )]
+    #[serde(default = "default_refresh", with = "duration")]
     pub refresh: Duration,
     /// Timeout of one HTTP SD request.
-    #[serde(
-        default = "default_sd_timeout",
-        deserialize_with = "crate::config::de_duration",
-        serialize_with = "crate::config::ser_duration"
-    )]
+    #[serde(default = "default_sd_timeout", with = "duration")]
     pub timeout: Duration,
     /// A discovered label whose value is the instance's weight.
     pub weight_label: Option<String>,
@@ -121,7 +113,7 @@ impl MemberSpec {
     /// member keeps its fingerprint for as long as it runs (about 1 kB of
     /// text each); two different specs share a 64-bit hash with odds of
     /// about 2^-64.
-    pub fn fingerprint(&self) -> u64 {
+    pub(crate) fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let text = serde_json::to_string(&(&self.signal, &self.control)).unwrap_or_default();
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -248,22 +240,33 @@ fn member_spec(
     })
 }
 
+/// A statically listed instance as a member, named `name`: its own signal
+/// and control, or the target's templates filled with its name, address
+/// and labels.
+fn instance_spec(
+    t: &TargetConfig,
+    i: &InstanceConfig,
+    name: &str,
+) -> Result<MemberSpec, (&'static str, String)> {
+    member_spec(
+        t,
+        name,
+        i.address.as_deref(),
+        i.weight,
+        &i.labels,
+        (i.signal.as_ref(), i.control.as_ref()),
+        false,
+    )
+}
+
 /// The statically listed members of a target.
-pub fn static_members(t: &TargetConfig) -> Result<Vec<MemberSpec>, String> {
+pub(crate) fn static_members(t: &TargetConfig) -> Result<Vec<MemberSpec>, String> {
     t.instances
         .iter()
         .map(|i| {
             let name = instance_name(i).ok_or("an instance needs a `name` or an `address`")?;
-            member_spec(
-                t,
-                &name,
-                i.address.as_deref(),
-                i.weight,
-                &i.labels,
-                (i.signal.as_ref(), i.control.as_ref()),
-                false,
-            )
-            .map_err(|(field, e)| format!("instances[{name}].{field}: {e}"))
+            instance_spec(t, i, &name)
+                .map_err(|(field, e)| format!("instances[{name}].{field}: {e}"))
         })
         .collect()
 }
@@ -284,7 +287,7 @@ pub struct Discovered {
 /// Parses Prometheus `file_sd` / HTTP SD JSON:
 /// `[{"targets": ["host:port", ...], "labels": {"k": "v"}}, ...]`.
 /// An address listed twice keeps its first entry.
-pub fn parse_sd(body: &str) -> Result<Vec<Discovered>, String> {
+pub(crate) fn parse_sd(body: &str) -> Result<Vec<Discovered>, String> {
     #[derive(Deserialize)]
     struct Entry {
         targets: Vec<String>,
@@ -311,7 +314,7 @@ pub fn parse_sd(body: &str) -> Result<Vec<Discovered>, String> {
     Ok(out)
 }
 
-pub fn discovered_member(
+pub(crate) fn discovered_member(
     t: &TargetConfig,
     d: &Discovered,
     weight_label: Option<&str>,
@@ -378,7 +381,7 @@ pub fn problems(t: &TargetConfig) -> Vec<(String, String)> {
                 ..t.clone()
             };
             // Each member's signal and control, checked as a target of its own.
-            super::check_io(&single, &mut |field: &str, reason: String| {
+            super::validate::check_io(&single, &mut |field: &str, reason: String| {
                 if field.starts_with("signal") || field.starts_with("control") {
                     out.push((format!("{prefix}{field}"), reason));
                 }
@@ -411,16 +414,7 @@ pub fn problems(t: &TargetConfig) -> Vec<(String, String)> {
                 )),
             );
         }
-        let spec = member_spec(
-            t,
-            &name,
-            i.address.as_deref(),
-            i.weight,
-            &i.labels,
-            (i.signal.as_ref(), i.control.as_ref()),
-            false,
-        );
-        check(prefix, spec);
+        check(prefix, instance_spec(t, i, &name));
     }
     if !g.file_sd.is_empty() || g.http_sd.is_some() {
         let none = BTreeMap::new();

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_url, SignalConfig, TargetConfig};
+use super::validate::{bad_selector, check_url};
+use super::{duration, SignalConfig, TargetConfig};
 use crate::promtext::promql::check_balanced;
-use crate::promtext::selector::Selector;
 
 /// `[targets.latency]`
 ///
@@ -29,18 +29,10 @@ pub struct LatencyConfig {
     /// The quantile bounded, in (0, 1): 0.99 for p99.
     pub quantile: f64,
     /// Back off when the window's quantile is above this.
-    #[serde(
-        deserialize_with = "super::de_duration",
-        serialize_with = "super::ser_duration"
-    )]
+    #[serde(with = "duration")]
     pub bound: Duration,
     /// A window is latency-clean below this (default: 80 % of `bound`).
-    #[serde(
-        default,
-        deserialize_with = "super::de_opt_duration",
-        serialize_with = "super::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub low: Option<Duration>,
     /// A Prometheus histogram (seconds) in an exposition: its `_bucket`
     /// series, summed by `le` over the series the selector matches. The
@@ -63,11 +55,7 @@ pub struct LatencyConfig {
     /// `query` (default: the signal's when it is PromQL).
     pub url: Option<String>,
     /// Timeout of one latency read.
-    #[serde(
-        default = "default_timeout",
-        deserialize_with = "super::de_duration",
-        serialize_with = "super::ser_duration"
-    )]
+    #[serde(default = "default_timeout", with = "duration")]
     pub timeout: Duration,
     /// Extra request headers (no credentials).
     #[serde(default)]
@@ -109,7 +97,7 @@ pub enum LatencySourceSpec {
 
 impl LatencyConfig {
     /// The clean level in seconds.
-    pub fn low_secs(&self) -> f64 {
+    pub(crate) fn low_secs(&self) -> f64 {
         self.low.map_or(
             self.bound.as_secs_f64() * crate::governor::latency::DEFAULT_LOW_FRACTION,
             |d| d.as_secs_f64(),
@@ -118,7 +106,7 @@ impl LatencyConfig {
 
     /// The `_bucket` selector for `histogram`: the name gets `_bucket`
     /// unless it already ends so.
-    pub fn bucket_selector(histogram: &str) -> String {
+    pub(crate) fn bucket_selector(histogram: &str) -> String {
         let (name, rest) = match histogram.find('{') {
             Some(i) => histogram.split_at(i),
             None => (histogram, ""),
@@ -272,11 +260,8 @@ impl LatencyConfig {
             Ok(spec) => match spec {
                 LatencySourceSpec::Histogram { url, selector } => {
                     check_url(&mut err, "latency.url", &url);
-                    if let Err(e) = selector.parse::<Selector>() {
-                        err(
-                            "latency.histogram",
-                            format!("bad selector `{selector}`: {e}"),
-                        );
+                    if let Some(reason) = bad_selector(&selector) {
+                        err("latency.histogram", reason);
                     }
                 }
                 LatencySourceSpec::Query { url, expr } => {
@@ -314,7 +299,7 @@ pub const LOCUST_DEFAULT_PERCENTILES: [f64; 2] = [0.5, 0.95];
 
 /// The window of Locust's rolling percentiles
 /// (`CURRENT_RESPONSE_TIME_PERCENTILE_WINDOW`).
-pub const LOCUST_PERCENTILE_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const LOCUST_PERCENTILE_WINDOW: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

@@ -12,21 +12,21 @@ use std::time::Duration;
 /// k6 1.1.0 against a fast-failing target: with no lag, the window just
 /// after a back-off still held the old offer's failures (a second Down, a
 /// `last_bad` far below the wall, and slow start back into it).
-pub const K6_METRICS_LAG: Duration = Duration::from_secs(1);
+pub(crate) const K6_METRICS_LAG: Duration = Duration::from_secs(1);
 
 /// How long Locust caches `/stats/requests` (`DEFAULT_CACHE_TIME = 2.0` in
 /// Locust 2.x `web.py`).
-pub const LOCUST_STATS_CACHE: Duration = Duration::from_secs(2);
+pub(crate) const LOCUST_STATS_CACHE: Duration = Duration::from_secs(2);
 
 /// How often Locust workers report their stats to the master
 /// (`WORKER_REPORT_INTERVAL = 3.0` in Locust 2.x `runners.py`).
-pub const LOCUST_WORKER_REPORT_INTERVAL: Duration = Duration::from_secs(3);
+pub(crate) const LOCUST_WORKER_REPORT_INTERVAL: Duration = Duration::from_secs(3);
 
 /// The most users Goose's controller accepts.
-pub const GOOSE_MAX_USERS: usize = 100_000;
+pub(crate) const GOOSE_MAX_USERS: usize = 100_000;
 
 /// The largest body read from a scrape by default: 16 MiB.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// Whether `name` is a valid k6 metric name.
 pub fn is_k6_metric_name(name: &str) -> bool {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::token;
+use crate::config::duration;
 use crate::promtext::promql::{check_balanced, promql_duration};
 
 /// `kind = "promql"`
@@ -29,22 +30,13 @@ pub struct PromqlSignalConfig {
     #[serde(default)]
     pub mode: PromqlMode,
     /// A sample older than this is no signal (default: the target's window).
-    #[serde(
-        default,
-        deserialize_with = "crate::config::de_opt_duration",
-        serialize_with = "crate::config::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub max_age: Option<Duration>,
     /// PromQL returning sample timestamps (default: `timestamp()` of the
     /// selectors in the expressions).
     pub freshness: Option<String>,
     /// Timeout of each query.
-    #[serde(
-        default = "default_query_timeout",
-        deserialize_with = "crate::config::de_duration",
-        serialize_with = "crate::config::ser_duration"
-    )]
+    #[serde(default = "default_query_timeout", with = "duration")]
     pub timeout: Duration,
     /// Extra request headers.
     #[serde(default)]
@@ -82,7 +74,7 @@ impl PromqlSignalConfig {
     /// Fills what depends on the target: `max_age` defaults to the window,
     /// and `{{window}}` in an expression becomes the window as a PromQL
     /// duration (`2s`, `500ms`).
-    pub fn resolve(&mut self, window: Duration) {
+    pub(crate) fn resolve(&mut self, window: Duration) {
         self.max_age.get_or_insert(window);
         let w = promql_duration(window);
         for expr in [
@@ -101,7 +93,7 @@ impl PromqlSignalConfig {
     /// Every problem, as (field, reason), with fields relative to `signal`.
     pub fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
-        out.extend(super::attempts_xor_successes(
+        out.extend(super::validate::attempts_xor_successes(
             self.attempts.is_some(),
             self.successes.is_some(),
         ));

@@ -18,13 +18,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{de_duration, ser_duration, ReadBackConfig};
+use super::{duration, ReadBackConfig};
 use crate::auth::{AuthConfig, Credentials, Secret};
 
 /// Distinct puller identities remembered per target (the oldest is
 /// forgotten beyond this), so a script that invents a new id per request
 /// cannot grow the controller's memory.
-pub const DEFAULT_MAX_CLIENTS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_CLIENTS: usize = 10_000;
 
 /// `[targets.control] kind = "pull"`: the tool pulls its offer.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -33,11 +33,7 @@ pub struct PullControlConfig {
     /// No pull at all for this long: the offer is unconfirmed and, while it
     /// lasts, every window is a window without a valid signal (the tool has
     /// stopped asking, so it is gone or cannot reach the controller).
-    #[serde(
-        default = "default_stale_after",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_stale_after", with = "duration")]
     pub stale_after: Duration,
     /// The tool's own report of what it applied (stronger evidence than a
     /// pull): a JSON pointer into any HTTP endpoint, e.g. a k6 gauge at
@@ -49,22 +45,14 @@ pub struct PullControlConfig {
     #[serde(default)]
     pub auth: AuthConfig,
     /// Timeout of one read-back (when `read_back` gives none).
-    #[serde(
-        default = "default_timeout",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_timeout", with = "duration")]
     pub timeout: Duration,
     /// Checks of the evidence before a new offer counts as unconfirmed.
     #[serde(default = "default_confirm_attempts")]
     pub confirm_attempts: u32,
     /// Pause between checks. The default 15 × 200 ms gives pollers that
     /// ask once a second three chances.
-    #[serde(
-        default = "default_confirm_interval",
-        deserialize_with = "de_duration",
-        serialize_with = "ser_duration"
-    )]
+    #[serde(default = "default_confirm_interval", with = "duration")]
     pub confirm_interval: Duration,
     /// Publications tried before an unconfirmed offer is reported.
     #[serde(default = "default_write_attempts")]

@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::token;
+use crate::config::duration;
 use crate::promtext::exposition::is_label_name;
-use crate::promtext::selector::Selector;
 
 /// `kind = "push"`
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -33,32 +33,22 @@ pub struct PushSignalConfig {
     /// one interval's counts (per-push deltas).
     pub cumulative: bool,
     /// Nothing pushed for this long is no signal (default: the window).
-    #[serde(
-        default,
-        deserialize_with = "crate::config::de_opt_duration",
-        serialize_with = "crate::config::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub max_age: Option<Duration>,
     /// A grouping key not pushed for this long is forgotten (its counters
     /// leave the sums, and it no longer counts towards the cap of 10,000
     /// keys per target). Default: 10 minutes, or 10 windows if longer.
-    #[serde(
-        default,
-        deserialize_with = "crate::config::de_opt_duration",
-        serialize_with = "crate::config::ser_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "duration", skip_serializing_if = "Option::is_none")]
     pub group_ttl: Option<Duration>,
 }
 
 /// The shortest default `group_ttl`.
-pub const DEFAULT_GROUP_TTL: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_GROUP_TTL: Duration = Duration::from_secs(600);
 
 impl PushSignalConfig {
     /// `max_age` defaults to the target's window; `group_ttl` to
     /// [`DEFAULT_GROUP_TTL`] or 10 windows, whichever is longer.
-    pub fn resolve(&mut self, window: Duration) {
+    pub(crate) fn resolve(&mut self, window: Duration) {
         self.max_age.get_or_insert(window);
         self.group_ttl
             .get_or_insert(DEFAULT_GROUP_TTL.max(window.saturating_mul(10)));
@@ -78,7 +68,7 @@ impl PushSignalConfig {
                 ));
             }
         }
-        out.extend(super::attempts_xor_successes(
+        out.extend(super::validate::attempts_xor_successes(
             self.attempts.is_some(),
             self.successes.is_some(),
         ));
@@ -88,8 +78,8 @@ impl PushSignalConfig {
             ("failures", Some(self.failures.as_str())),
         ] {
             if let Some(sel) = sel {
-                if let Err(e) = sel.parse::<Selector>() {
-                    out.push((field, format!("bad selector `{sel}`: {e}")));
+                if let Some(reason) = super::validate::bad_selector(sel) {
+                    out.push((field, reason));
                 }
             }
         }

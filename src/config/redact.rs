@@ -29,7 +29,7 @@ fn ends_url(c: char) -> bool {
 }
 
 /// `text` with credentials in every URL replaced by `***`.
-pub fn urls(text: &str) -> String {
+pub(crate) fn urls(text: &str) -> String {
     if !text.contains("://") {
         return text.to_string();
     }
