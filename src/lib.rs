@@ -55,7 +55,6 @@ pub mod control;
 pub mod engine;
 pub mod governor;
 pub mod lab;
-pub mod latency;
 pub mod promtext;
 pub mod report;
 pub mod runtime;

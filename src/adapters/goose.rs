@@ -41,7 +41,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::{as_control_error, count, excerpt, parse_json, MAX_BODY_BYTES};
 use crate::config::{GooseSignalConfig, ToolControlConfig};
 use crate::control::ControlError;
-use crate::latency::{Buckets, LatencySample};
+use crate::window::{Buckets, LatencySample};
 use crate::signal::http::root_cause;
 use crate::signal::{Counters, SignalError};
 

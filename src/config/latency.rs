@@ -2,7 +2,7 @@
 //! quantile comes from.
 //!
 //! Why it lives here: config is the leaf every stage imports. The quantile
-//! maths is `crate::latency`, the reads `signal::latency`, and the rule
+//! maths is `crate::window::quantiles`, the reads `signal::latency`, and the rule
 //! `governor::latency`.
 
 use std::collections::BTreeMap;

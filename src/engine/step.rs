@@ -35,11 +35,10 @@ use crate::control::{same_offer, ControlError};
 use crate::governor::advice::{AdviceWindow, Advisor};
 use crate::governor::latency::LatencyWindow;
 use crate::governor::{HoldReason, Outcome, Params, Profile, ThrottleGovernor};
-use crate::latency::{LatencyOutcome, LatencySample, LatencyTracker};
 use crate::signal::{Counters, SignalError};
 use crate::telemetry::export::{Event, MemberChange};
 use crate::telemetry::MemberStatus;
-use crate::window::{WindowOutcome, WindowTracker};
+use crate::window::{LatencyOutcome, LatencySample, LatencyTracker, WindowOutcome, WindowTracker};
 
 mod early;
 pub use early::{certain_breach, peek_interval, EarlyBreach, FIRST_LOOK};
