@@ -189,7 +189,7 @@ pub enum HoldReason {
     /// it is not decided on (the engine's attribution, not a rule).
     OfferChange,
     /// Latency bound only: failures clean, but the window's latency
-    /// quantile is between its clean level and the bound ([`latency`]).
+    /// quantile is between its clean level and the bound ([`latency_bound`]).
     LatencyBand,
     /// Latency bound only: the window has no latency quantile (no
     /// observations, or the latency source failed), so it cannot be clean.
@@ -293,9 +293,9 @@ pub struct Outcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
     /// The window's latency against its bound, when one is set
-    /// ([`latency`]); `None` without a latency bound.
+    /// ([`latency_bound`]); `None` without a latency bound.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<latency::LatencySignal>,
+    pub latency: Option<latency_bound::LatencySignal>,
 }
 
 /// The pooled windows behind a `robust` decision.
@@ -911,7 +911,7 @@ fn no_traffic(failures: f64) -> Signal {
 
 pub mod advice;
 pub mod exact;
-pub mod latency;
+pub mod latency_bound;
 pub mod robust;
 
 pub use exact::{Committed, RATE_RELATIVE_RESOLUTION};

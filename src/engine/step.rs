@@ -33,7 +33,7 @@ use crate::engine::members::Members;
 use super::split::split;
 use crate::control::{same_offer, ControlError};
 use crate::governor::advice::{AdviceWindow, Advisor};
-use crate::governor::latency::LatencyWindow;
+use crate::governor::latency_bound::LatencyWindow;
 use crate::governor::{HoldReason, Outcome, Params, Profile, ThrottleGovernor};
 use crate::signal::{Counters, SignalError};
 use crate::telemetry::export::{Event, MemberChange};
@@ -228,7 +228,7 @@ pub struct Core {
     closing: Option<EarlyBreach>,
 }
 
-/// A latency bound and its window bookkeeping (see `governor::latency`).
+/// A latency bound and its window bookkeeping (see `governor::latency_bound`).
 #[derive(Debug, Clone)]
 pub struct LatencyState {
     /// The quantile bounded, e.g. 0.99.

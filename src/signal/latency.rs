@@ -15,9 +15,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 use super::http::fetch_text;
 use super::promql::parse_answer;
 use super::{BoxFuture, SignalError};
-use crate::window::{Buckets, LatencySample};
 use crate::promtext::exposition::{for_each_sample, Limits};
 use crate::promtext::selector::Selector;
+use crate::window::{Buckets, LatencySample};
 
 /// Where a target's latency quantile comes from: one implementation per
 /// source (histogram scrape, PromQL, Locust).

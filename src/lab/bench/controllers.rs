@@ -39,7 +39,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::governor::latency::{LatencyWindow, DEFAULT_LOW_FRACTION};
+use crate::governor::latency_bound::{LatencyWindow, DEFAULT_LOW_FRACTION};
 use crate::governor::{Outcome, Params, Profile, ThrottleGovernor};
 use crate::report::live::LiveCapacity;
 use crate::report::SteadyRule;
@@ -946,7 +946,7 @@ mod tests {
 
     #[test]
     fn the_latency_governor_steps_with_the_latency_bound() {
-        use crate::governor::latency::LatencyWindow;
+        use crate::governor::latency_bound::LatencyWindow;
         let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, HIGH, None).unwrap();
         let mut g = Governor::new(p, Profile::Seed).with_latency(LatencyBound::bench());
         let mut reference = ThrottleGovernor::new(p);

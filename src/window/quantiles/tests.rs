@@ -82,8 +82,7 @@ fn the_tracker_windows_deltas_and_never_lifetime_totals() {
     );
     // Then a slow window: 100 observations, all in (0.1, 1].
     let slow = b(&[(0.1, 10_000.0), (1.0, 10_100.0), (INF, 10_100.0)]);
-    let LatencyOutcome::Window(Some(q)) = t.observe(0.99, LatencySample::Histogram(slow))
-    else {
+    let LatencyOutcome::Window(Some(q)) = t.observe(0.99, LatencySample::Histogram(slow)) else {
         panic!("expected a window");
     };
     // The lifetime p99 would be under 0.1 s; the window's is near 1 s.
