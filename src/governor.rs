@@ -33,6 +33,30 @@ use crate::window::{Reading, WindowError, WindowOutcome, WindowTracker};
 /// Consecutive evidence windows that clear the congestion memory.
 pub const MEMORY_CLEAR_STREAK: u32 = 3;
 
+/// The safe zone below the last congestion point, as a share of it: below
+/// `SAFE_ZONE * last_bad` the offer climbs multiplicatively (the fast
+/// reclimb, x1.5 a window), and an Up that stays below it is a reclimb; at
+/// or above it the offer only probes additively. One number for both
+/// rules, so the mode label always says which zone the Up was in.
+pub const SAFE_ZONE: f64 = 0.75;
+
+/// The top of the safe zone: `max(SAFE_ZONE * last_bad, floor)`, where the
+/// fast reclimb stops.
+pub(crate) fn safe_zone_top(last_bad: f64, floor: f64) -> f64 {
+    (SAFE_ZONE * last_bad).max(floor)
+}
+
+/// The label of an Up to `to` under the memory `last_bad`: `climbing`
+/// without one (slow start), `reclimbing` below the [`SAFE_ZONE`], else
+/// `probing`.
+pub fn up_mode(to: f64, last_bad: Option<f64>) -> Mode {
+    match last_bad {
+        None => Mode::Climbing,
+        Some(bad) if to < SAFE_ZONE * bad => Mode::Reclimbing,
+        Some(_) => Mode::Probing,
+    }
+}
+
 /// What one window decided, as a raw (unrounded) target.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Decision {
@@ -69,7 +93,7 @@ pub fn decide(
         let target = match last_bad {
             None => (current * 2.0).max(current + 1.0),
             Some(bad) => {
-                let safe = (0.75 * bad).max(floor);
+                let safe = safe_zone_top(bad, floor);
                 let fast = (current * 1.5).min(safe);
                 if fast > current {
                     fast
@@ -246,28 +270,8 @@ impl ThrottleGovernor {
         let decision = p.round(self.exact_up(raw, from), from);
         let signal = self.signal_of(attempts, failures);
         match decision {
-            Decision::Down(to) => {
-                self.state.last_bad = Some(from);
-                self.state.current = to;
-                self.outcome(
-                    decision,
-                    from,
-                    to,
-                    Some(Mode::BackingOff),
-                    None,
-                    signal,
-                    memory_cleared,
-                )
-            }
-            Decision::Up(to) => {
-                let mode = match self.state.last_bad {
-                    None => Mode::Climbing,
-                    Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
-                    Some(_) => Mode::Probing,
-                };
-                self.state.current = to;
-                self.outcome(decision, from, to, Some(mode), None, signal, memory_cleared)
-            }
+            Decision::Down(to) => self.back_off(from, to, from, signal, memory_cleared),
+            Decision::Up(to) => self.move_up(from, to, signal, memory_cleared),
             Decision::Hold => {
                 let reason = if frac > p.high {
                     HoldReason::AtFloor
@@ -343,11 +347,6 @@ impl ThrottleGovernor {
         }
     }
 
-    /// Access to the window bookkeeping (e.g. to rebase after a restart).
-    pub fn window_mut(&mut self) -> &mut WindowTracker {
-        &mut self.window
-    }
-
     /// A hold outcome that does not touch the memory.
     pub fn hold(&self, reason: HoldReason, signal: Option<Signal>, cleared: bool) -> Outcome {
         let from = self.state.current;
@@ -379,14 +378,44 @@ impl ThrottleGovernor {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn outcome(
+    /// A Down from `from` to `to`, whatever drove it: records `bad` as the
+    /// congestion point, commits `to`, and labels the outcome
+    /// `backing-off`.
+    fn back_off(
+        &mut self,
+        from: f64,
+        to: f64,
+        bad: f64,
+        signal: Signal,
+        memory_cleared: bool,
+    ) -> Outcome {
+        self.state.last_bad = Some(bad);
+        self.state.current = to;
+        self.movement(
+            Decision::Down(to),
+            from,
+            to,
+            Mode::BackingOff,
+            signal,
+            memory_cleared,
+        )
+    }
+
+    /// An Up from `from` to `to`: commits `to`, labelled by [`up_mode`].
+    fn move_up(&mut self, from: f64, to: f64, signal: Signal, memory_cleared: bool) -> Outcome {
+        let mode = up_mode(to, self.state.last_bad);
+        self.state.current = to;
+        self.movement(Decision::Up(to), from, to, mode, signal, memory_cleared)
+    }
+
+    /// A movement's outcome: `decision` (Up or Down to `to`) from `from`,
+    /// labelled `mode`, with the memory as it now is.
+    fn movement(
         &self,
         decision: Decision,
         from: f64,
         to: f64,
-        mode: Option<Mode>,
-        reason: Option<HoldReason>,
+        mode: Mode,
         signal: Signal,
         memory_cleared: bool,
     ) -> Outcome {
@@ -394,8 +423,8 @@ impl ThrottleGovernor {
             decision,
             from,
             to,
-            mode,
-            reason,
+            mode: Some(mode),
+            reason: None,
             signal: Some(signal),
             last_bad: self.state.last_bad,
             clean_streak: self.state.clean_streak,

@@ -64,13 +64,6 @@ pub enum Committed {
     },
 }
 
-impl Committed {
-    /// Whether the value was taken unchanged.
-    pub fn is_adopted(self) -> bool {
-        matches!(self, Committed::Adopted)
-    }
-}
-
 impl Params {
     /// These parameters with a configured knob resolution: the smallest move
     /// the knob makes (e.g. 0.01 for a tool that rounds a rate to 2

@@ -250,12 +250,11 @@ impl ThrottleGovernor {
             self.robust_offer_changed();
         }
         let signal = self.signal_of(attempts, failures);
-        let o = self.outcome(
+        let o = self.movement(
             Decision::Up(to),
             from,
             to,
-            Some(Mode::Probing),
-            None,
+            Mode::Probing,
             signal,
             memory_cleared,
         );
@@ -275,21 +274,12 @@ impl ThrottleGovernor {
         let decision = self.params.round(raw, from);
         let o = match decision {
             Decision::Down(to) => {
-                self.state.last_bad = Some(from);
-                self.state.current = to;
+                let o = self.back_off(from, to, from, signal, memory_cleared);
                 self.last_up = None;
                 if self.profile.robust_tunables().is_some() {
                     self.robust_offer_changed();
                 }
-                self.outcome(
-                    decision,
-                    from,
-                    to,
-                    Some(Mode::BackingOff),
-                    None,
-                    signal,
-                    memory_cleared,
-                )
+                o
             }
             _ => self.hold(HoldReason::AtFloor, Some(signal), memory_cleared),
         };

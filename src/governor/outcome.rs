@@ -23,7 +23,8 @@ use super::{latency_bound, Decision};
 pub enum Mode {
     /// Up in slow start (no congestion memory).
     Climbing,
-    /// Up well below the last congestion point (`target < 0.75 * last_bad`).
+    /// Up well below the last congestion point (`target < SAFE_ZONE *
+    /// last_bad`, [`super::SAFE_ZONE`]).
     Reclimbing,
     /// Up near the last congestion point.
     Probing,

@@ -73,7 +73,7 @@
 //! clean verdict between them) `last_bad` keeps the highest offer, so a
 //! later Down never lowers it to an offer that was safe. The fast reclimb
 //! after a Down stops at the last offer seen clean before that Down when it
-//! is below the default's safe zone `0.75 last_bad`.
+//! is below the default's safe zone `0.75 last_bad` ([`super::SAFE_ZONE`]).
 //!
 //! **Telling bursts from congestion (fixes 3).** A breach of at least
 //! [`BURST_MIN_FRAC`] (20 %) after [`BURST_STEADY`] (2) verdicts at the same
@@ -204,7 +204,7 @@ pub use tunables::{
 };
 
 use super::{
-    memory_clear_step, no_traffic, Decision, HoldReason, Mode, Outcome, Signal, Threshold,
+    memory_clear_step, no_traffic, Decision, HoldReason, Outcome, Signal, Threshold,
     ThrottleGovernor,
 };
 #[cfg(test)]
@@ -365,8 +365,6 @@ impl ThrottleGovernor {
                     }
                     _ => None,
                 };
-                self.state.last_bad = Some(bad);
-                self.state.current = to;
                 self.robust.moved();
                 self.robust.settle = true;
                 self.robust.last_down_frac = frac;
@@ -375,23 +373,10 @@ impl ThrottleGovernor {
                     self.robust.clean_before_down = self.robust.last_clean;
                 }
                 self.robust.in_episode = true;
-                self.outcome(
-                    decision,
-                    from,
-                    to,
-                    Some(Mode::BackingOff),
-                    None,
-                    signal,
-                    memory_cleared,
-                )
+                self.back_off(from, to, bad, signal, memory_cleared)
             }
             Decision::Up(to) => {
-                let mode = match self.state.last_bad {
-                    None => Mode::Climbing,
-                    Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
-                    Some(_) => Mode::Probing,
-                };
-                self.state.current = to;
+                let outcome = self.move_up(from, to, signal, memory_cleared);
                 self.robust.moved();
                 self.robust.in_episode = false;
                 if kind == Move::Additive {
@@ -408,7 +393,7 @@ impl ThrottleGovernor {
                 if let Some(inc) = self.robust.reprobe.as_mut() {
                     *inc *= 2.0;
                 }
-                self.outcome(decision, from, to, Some(mode), None, signal, memory_cleared)
+                outcome
             }
             Decision::Hold => {
                 let reason = match judgement {
@@ -438,19 +423,14 @@ impl ThrottleGovernor {
         let Decision::Up(to) = decision else {
             return self.hold(HoldReason::Settling, Some(signal), false);
         };
-        let mode = match self.state.last_bad {
-            None => Mode::Climbing,
-            Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
-            Some(_) => Mode::Probing,
-        };
-        self.state.current = to;
+        let outcome = self.move_up(from, to, signal, false);
         self.robust.moved();
         if ongoing {
             // A burst shown not to follow the offer: its next window at the
             // old offer is tested again, not taken as congestion.
             self.robust.calm_run = BURST_STEADY;
         }
-        self.outcome(decision, from, to, Some(mode), None, signal, false)
+        outcome
     }
 }
 

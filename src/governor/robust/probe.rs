@@ -11,7 +11,7 @@ use super::state::{Judgement, Move};
 use super::tunables::{
     BAND_BACK_OFF, BAND_PATIENCE, BAND_RETREAT_ABOVE, SLOW_START_DOUBLING_BELOW,
 };
-use crate::governor::{Decision, ThrottleGovernor};
+use crate::governor::{safe_zone_top, Decision, ThrottleGovernor};
 
 impl ThrottleGovernor {
     /// retreat, the known-clean reclimb, the probe dwell and the re-probe.
@@ -91,7 +91,7 @@ impl ThrottleGovernor {
             // Re-probing after a memory clear.
             (None, Some(inc)) => ((from * 2.0).max(from + 1.0).min(from + inc), Move::Additive),
             (Some(bad), _) => {
-                let mut safe = (0.75 * bad).max(p.floor);
+                let mut safe = safe_zone_top(bad, p.floor);
                 if let Some(clean) = r.clean_before_down {
                     safe = safe.min(clean.max(p.floor));
                 }
