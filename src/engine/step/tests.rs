@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::governor::{Control, Decision, Profile};
-use crate::telemetry::export::Event;
+use crate::governor::{Control, Decision, HoldReason, Profile};
+use crate::telemetry::export::{Event, MemberChange};
 
 fn params(ceiling: f64) -> Params {
     Params::new(
