@@ -49,7 +49,7 @@ pub(crate) fn safe_zone_top(last_bad: f64, floor: f64) -> f64 {
 /// The label of an Up to `to` under the memory `last_bad`: `climbing`
 /// without one (slow start), `reclimbing` below the [`SAFE_ZONE`], else
 /// `probing`.
-pub fn up_mode(to: f64, last_bad: Option<f64>) -> Mode {
+pub(crate) fn up_mode(to: f64, last_bad: Option<f64>) -> Mode {
     match last_bad {
         None => Mode::Climbing,
         Some(bad) if to < SAFE_ZONE * bad => Mode::Reclimbing,

@@ -283,7 +283,7 @@ impl Core {
     }
 
     /// Sets a latency bound.
-    pub fn with_latency(mut self, latency: LatencyState) -> Self {
+    pub(crate) fn with_latency(mut self, latency: LatencyState) -> Self {
         self.latency = Some(latency);
         self
     }
@@ -293,13 +293,13 @@ impl Core {
     }
 
     /// Clamps a value into the governor's `[floor, ceiling]`.
-    pub fn clamp(&self, v: f64) -> f64 {
+    pub(crate) fn clamp(&self, v: f64) -> f64 {
         let p = self.gov.params();
         v.clamp(p.floor, p.ceiling)
     }
 
     /// Resumes from a reload: the offer (clamped) and the memory.
-    pub fn resume(&mut self, current: f64, last_bad: Option<f64>, clean_streak: u32) {
+    pub(crate) fn resume(&mut self, current: f64, last_bad: Option<f64>, clean_streak: u32) {
         let c = self.clamp(current);
         self.gov.set_current(c);
         self.gov.restore_memory(last_bad, clean_streak);
@@ -309,7 +309,7 @@ impl Core {
     /// Sets every member's ceiling share (capped by the tool's maximum) and
     /// lowers the governor's ceiling to the sum over the up members (never
     /// above the configured one). Returns the effective ceiling.
-    pub fn rebalance(&mut self) -> f64 {
+    pub(crate) fn rebalance(&mut self) -> f64 {
         let p = self.policy.params;
         let weights: Vec<f64> = self.members.values().map(|m| m.weight).collect();
         let unbounded = vec![f64::INFINITY; weights.len()];
@@ -346,7 +346,7 @@ impl Core {
 
     /// The shares of `offer` over the up members, queued where they differ
     /// from what is in effect.
-    pub fn split_writes(&mut self, offer: f64) -> Vec<(String, f64)> {
+    pub(crate) fn split_writes(&mut self, offer: f64) -> Vec<(String, f64)> {
         let integer = self.policy.integer;
         let up: Vec<&mut MemberState> = self.members.values_mut().filter(|m| m.up).collect();
         let weights: Vec<f64> = up.iter().map(|m| m.weight).collect();
@@ -368,7 +368,7 @@ impl Core {
     }
 
     /// `name=share` for the log.
-    pub fn split_parts(&self, knob: crate::governor::Control) -> String {
+    pub(crate) fn split_parts(&self, knob: crate::governor::Control) -> String {
         use crate::telemetry::logging::offer;
         self.members
             .values()
@@ -382,7 +382,7 @@ impl Core {
     }
 
     /// The members' statuses, for `/api/v1/groups`.
-    pub fn statuses(&self) -> Vec<MemberStatus> {
+    pub(crate) fn statuses(&self) -> Vec<MemberStatus> {
         self.members
             .values()
             .map(|m| MemberStatus {
@@ -399,13 +399,13 @@ impl Core {
     }
 
     /// Whether any member's last write was not confirmed.
-    pub fn unconfirmed(&self) -> bool {
+    pub(crate) fn unconfirmed(&self) -> bool {
         self.members.values().any(|m| m.up && m.unconfirmed())
     }
 
     /// When a new baseline may be read after the writes now finished: the
     /// latest `finished_at + lag` over members (None while any is busy).
-    pub fn rebase_at(&self, views: &Members<WriterView>) -> Option<f64> {
+    pub(crate) fn rebase_at(&self, views: &Members<WriterView>) -> Option<f64> {
         let mut at = f64::NEG_INFINITY;
         for (name, v) in views {
             if v.busy() {
@@ -427,7 +427,7 @@ impl Core {
     /// [`Self::step_with`] for a round whose window [`Self::early_breach`]
     /// found a certain breach: the window closes now, and a straddle after
     /// the Up is attributed to the new offer ([`early`]).
-    pub fn close_early(
+    pub(crate) fn close_early(
         &mut self,
         at: f64,
         reads: Members<MemberRead>,
@@ -448,7 +448,7 @@ impl Core {
     /// fold the reads into a window ([`fold`]), the committed offer
     /// ([`offer`]), the latency window, the decision and the signal loss
     /// ([`decide`]), and the writes to send ([`send`]).
-    pub fn step_with(
+    pub(crate) fn step_with(
         &mut self,
         at: f64,
         reads: Members<MemberRead>,

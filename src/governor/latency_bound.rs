@@ -56,9 +56,9 @@ use super::{Decision, HoldReason, Mode, Outcome, Signal, Threshold, ThrottleGove
 pub const DEFAULT_LOW_FRACTION: f64 = 0.8;
 
 /// The clamp of the latency back-off factor (the seed's).
-pub const FACTOR_MIN: f64 = 0.25;
+pub(crate) const FACTOR_MIN: f64 = 0.25;
 /// See [`FACTOR_MIN`].
-pub const FACTOR_MAX: f64 = 0.9;
+pub(crate) const FACTOR_MAX: f64 = 0.9;
 
 /// A latency bound and one window's quantile against it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -92,7 +92,7 @@ pub struct LatencySignal {
 }
 
 /// The back-off factor for a latency breach: `clamp(bound / obs, 0.25, 0.9)`.
-pub fn latency_factor(bound: f64, observed: f64) -> f64 {
+pub(crate) fn latency_factor(bound: f64, observed: f64) -> f64 {
     (bound / observed).clamp(FACTOR_MIN, FACTOR_MAX)
 }
 

@@ -194,7 +194,7 @@ mod probe;
 mod state;
 mod tunables;
 
-pub use evidence::{binomial_tail, significant_breach, significantly_above};
+pub use evidence::binomial_tail;
 pub use state::RobustState;
 pub use tunables::{
     Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_RETREAT_ABOVE, BREACH_WINDOWS, BURST_MIN_FRAC,
@@ -208,7 +208,7 @@ use super::{
     ThrottleGovernor,
 };
 #[cfg(test)]
-use evidence::ln_factorial;
+use evidence::{ln_factorial, significant_breach, significantly_above};
 use state::{Burst, Judgement, Move, Verdict};
 
 impl ThrottleGovernor {

@@ -117,7 +117,9 @@ impl Buckets {
     /// observations: a bound missing from one reading has the cumulative
     /// count of the highest bound below it, so readings with different
     /// bounds still subtract.
-    pub fn sparse(pairs: impl IntoIterator<Item = (f64, f64)>) -> Result<Self, HistogramError> {
+    pub(crate) fn sparse(
+        pairs: impl IntoIterator<Item = (f64, f64)>,
+    ) -> Result<Self, HistogramError> {
         let mut b = Self::new(pairs)?;
         b.sparse = true;
         Ok(b)

@@ -77,13 +77,13 @@ pub fn binomial_tail(failures: f64, attempts: f64, p: f64) -> f64 {
 /// Whether `failures` of `attempts` show, at significance
 /// [`EVIDENCE_ALPHA`], a failure probability above `high` (a one-sided
 /// exact binomial test).
-pub fn significant_breach(failures: f64, attempts: f64, high: f64) -> bool {
+pub(super) fn significant_breach(failures: f64, attempts: f64, high: f64) -> bool {
     significantly_above(failures, attempts, high)
 }
 
 /// Whether `failures` of `attempts` show, at significance
 /// [`EVIDENCE_ALPHA`], a failure probability above `level`.
-pub fn significantly_above(failures: f64, attempts: f64, level: f64) -> bool {
+pub(super) fn significantly_above(failures: f64, attempts: f64, level: f64) -> bool {
     attempts > 0.0
         && failures / attempts > level
         && binomial_tail(failures, attempts, level) <= EVIDENCE_ALPHA
