@@ -180,10 +180,10 @@ pub struct Policy {
     /// The window's length in seconds.
     pub window_secs: f64,
     /// Close a breaching window early when its breach is certain
-    /// ([`early`]).
+    /// (`early`).
     pub early_verdicts: bool,
     /// An early window starts only once the signal's lag has passed after
-    /// the write, as a full window does ([`early`]).
+    /// the write, as a full window does (`early`).
     pub early_after_lag: bool,
 }
 

@@ -80,7 +80,7 @@ pub const FIRST_LOOK: Duration = Duration::from_millis(20);
 pub const MIN_PEEK: Duration = Duration::from_millis(50);
 
 /// The interval between looks for a window of `window`:
-/// `window / PEEKS_PER_WINDOW`, at least [`MIN_PEEK`].
+/// `window / PEEKS_PER_WINDOW`, at least `MIN_PEEK`.
 pub fn peek_interval(window: Duration) -> Duration {
     (window / PEEKS_PER_WINDOW).max(MIN_PEEK)
 }
@@ -94,7 +94,7 @@ pub struct EarlyBreach {
     pub failures: f64,
     /// Seconds since the window's baseline.
     pub secs: f64,
-    /// The test's p-value (at most [`EARLY_ALPHA`]).
+    /// The test's p-value (at most `EARLY_ALPHA`).
     pub p_value: f64,
 }
 

@@ -12,7 +12,7 @@ use super::tunables::SLOW_START_DOUBLING_BELOW;
 use super::tunables::{Tunables, BREACH_WINDOWS, MAX_DWELL, SLOW_START_GAIN};
 use crate::governor::{Evidence, HoldReason};
 
-/// The robust layer's own memory, beside the default [`super::State`].
+/// The robust layer's own memory, beside the default [`State`](crate::governor::State).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RobustState {
     /// Attempts pooled since the last verdict.
