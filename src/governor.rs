@@ -46,6 +46,18 @@ pub(crate) fn safe_zone_top(last_bad: f64, floor: f64) -> f64 {
     (SAFE_ZONE * last_bad).max(floor)
 }
 
+/// The back-off factor for a failure fraction `frac` over `high`:
+/// `clamp(1 - frac, 0.25, 0.9)`.
+pub(crate) fn back_off_factor(frac: f64) -> f64 {
+    (1.0 - frac).clamp(0.25, 0.9)
+}
+
+/// The additive probe near the congestion point `last_bad`:
+/// `max(1, 0.02 last_bad)`.
+pub(crate) fn probe_step(last_bad: f64) -> f64 {
+    (0.02 * last_bad).max(1.0)
+}
+
 /// The label of an Up to `to` under the memory `last_bad`: `climbing`
 /// without one (slow start), `reclimbing` below the [`SAFE_ZONE`], else
 /// `probing`.
@@ -82,7 +94,7 @@ pub fn decide(
     last_bad: Option<f64>,
 ) -> Decision {
     if frac > high {
-        let target = (current * (1.0 - frac).clamp(0.25, 0.9)).max(floor);
+        let target = (current * back_off_factor(frac)).max(floor);
         return if target < current {
             Decision::Down(target)
         } else {
@@ -98,7 +110,7 @@ pub fn decide(
                 if fast > current {
                     fast
                 } else {
-                    current + (0.02 * bad).max(1.0)
+                    current + probe_step(bad)
                 }
             }
         };
@@ -322,18 +334,11 @@ impl ThrottleGovernor {
     fn signal_of(&self, attempts: f64, failures: f64) -> Signal {
         let p = self.params;
         let frac = failures / attempts;
-        let threshold = if frac > p.high {
-            Threshold::High(p.high)
-        } else if frac < p.low {
-            Threshold::Low(p.low)
-        } else {
-            Threshold::Band(p.low, p.high)
-        };
         Signal {
             attempts,
             failures,
             frac: Some(frac),
-            threshold: Some(threshold),
+            threshold: Some(Threshold::of(frac, p.low, p.high)),
         }
     }
 

@@ -50,7 +50,10 @@
 
 use serde::Serialize;
 
-use super::{Decision, HoldReason, Mode, Outcome, Signal, Threshold, ThrottleGovernor};
+use super::{
+    back_off_factor, probe_step, Decision, HoldReason, Mode, Outcome, Signal, Threshold,
+    ThrottleGovernor,
+};
 
 /// The default clean level of a latency bound, as a fraction of the bound.
 pub const DEFAULT_LOW_FRACTION: f64 = 0.8;
@@ -177,7 +180,7 @@ impl ThrottleGovernor {
             let obs = lat.observed.unwrap_or(lat.bound);
             let f_lat = latency_factor(lat.bound, obs);
             let f_fail = if fail_breach {
-                (1.0 - frac).clamp(0.25, 0.9)
+                back_off_factor(frac)
             } else {
                 1.0
             };
@@ -236,7 +239,7 @@ impl ThrottleGovernor {
         let p = self.params;
         let from = self.state.current;
         let bad = self.state.last_bad;
-        let step = (0.02 * bad.unwrap_or(from)).max(1.0);
+        let step = probe_step(bad.unwrap_or(from));
         let raw = Decision::Up((from + step).min(p.ceiling));
         let Decision::Up(to) = p.round(self.exact_up(raw, from), from) else {
             return None;
@@ -287,15 +290,7 @@ impl ThrottleGovernor {
     }
 
     fn annotate(&self, mut o: Outcome, lat: LatencyWindow, drove: bool) -> Outcome {
-        let threshold = lat.observed.map(|v| {
-            if v > lat.bound {
-                Threshold::High(lat.bound)
-            } else if v < lat.low {
-                Threshold::Low(lat.low)
-            } else {
-                Threshold::Band(lat.low, lat.bound)
-            }
-        });
+        let threshold = lat.observed.map(|v| Threshold::of(v, lat.low, lat.bound));
         o.latency = Some(LatencySignal {
             quantile: lat.quantile,
             observed: lat.observed,

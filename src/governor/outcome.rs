@@ -128,6 +128,19 @@ pub enum Threshold {
     Band(f64, f64),
 }
 
+impl Threshold {
+    /// The threshold `value` crossed against the band `[low, high]`.
+    pub(crate) fn of(value: f64, low: f64, high: f64) -> Threshold {
+        if value > high {
+            Threshold::High(high)
+        } else if value < low {
+            Threshold::Low(low)
+        } else {
+            Threshold::Band(low, high)
+        }
+    }
+}
+
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

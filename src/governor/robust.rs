@@ -231,7 +231,7 @@ impl ThrottleGovernor {
             attempts,
             failures,
             frac: Some(window_frac),
-            threshold: Some(threshold(window_frac, p.high, p.low)),
+            threshold: Some(Threshold::of(window_frac, p.low, p.high)),
         };
 
         let verdict = if std::mem::take(&mut self.robust.settle) {
@@ -431,16 +431,6 @@ impl ThrottleGovernor {
             self.robust.calm_run = BURST_STEADY;
         }
         outcome
-    }
-}
-
-fn threshold(frac: f64, high: f64, low: f64) -> Threshold {
-    if frac > high {
-        Threshold::High(high)
-    } else if frac < low {
-        Threshold::Low(low)
-    } else {
-        Threshold::Band(low, high)
     }
 }
 

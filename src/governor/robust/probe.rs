@@ -11,7 +11,7 @@ use super::state::{Judgement, Move};
 use super::tunables::{
     BAND_BACK_OFF, BAND_PATIENCE, BAND_RETREAT_ABOVE, SLOW_START_DOUBLING_BELOW,
 };
-use crate::governor::{safe_zone_top, Decision, ThrottleGovernor};
+use crate::governor::{back_off_factor, probe_step, safe_zone_top, Decision, ThrottleGovernor};
 
 impl ThrottleGovernor {
     /// retreat, the known-clean reclimb, the probe dwell and the re-probe.
@@ -27,7 +27,7 @@ impl ThrottleGovernor {
         let r = &self.robust;
         match judgement {
             Judgement::Breach(frac) => {
-                let target = (from * (1.0 - frac).clamp(0.25, 0.9)).max(p.floor);
+                let target = (from * back_off_factor(frac)).max(p.floor);
                 // A failed additive Up goes back no further than where it
                 // started: that offer was just judged clean.
                 let (target, kind) = match additive_from {
@@ -54,7 +54,7 @@ impl ThrottleGovernor {
                 // on a target that rejects the excess: after a while in the
                 // band, step down by one probe.
                 if r.band_run >= BAND_PATIENCE {
-                    let step = self.state.last_bad.map_or(1.0, |b| (0.02 * b).max(1.0));
+                    let step = self.state.last_bad.map_or(1.0, probe_step);
                     let target = (from - step).max(p.floor);
                     if target < from {
                         return (Decision::Down(target), Move::Settle);
@@ -96,7 +96,7 @@ impl ThrottleGovernor {
                     safe = safe.min(clean.max(p.floor));
                 }
                 let fast = (from * 1.5).min(safe);
-                let probe = from + (0.02 * bad).max(1.0);
+                let probe = from + probe_step(bad);
                 // A probe back up to an offer that failed waits until it
                 // has paid for the last one.
                 let paid = match r.owed {
