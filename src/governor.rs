@@ -12,16 +12,62 @@
 //! [`Decision`], [`decide`], [`memory_clear_step`], [`ThrottleGovernor`]) keep
 //! the signatures given in `GOVERNOR.md`; the richer types beside them carry
 //! the mode, the hold reason and the signal for the log line.
-
-use std::fmt;
+//!
+//! # Layout
+//! - this file: the seed rules of `GOVERNOR.md` ([`decide`],
+//!   [`memory_clear_step`]) and the per-target [`ThrottleGovernor`] that
+//!   applies them;
+//! - `params`: [`Params`] (validation, defaults, the knob's rounding) and
+//!   [`Control`]; `outcome`: [`Outcome`] and its parts; `profile`:
+//!   [`Profile`];
+//! - [`exact`]: the knob's resolution and the bounds of the committed offer;
+//! - [`robust`]: the `robust` and `gentle` profiles' layer;
+//! - [`latency_bound`]: the optional latency bound beside the failure bound;
+//! - [`advice`]: which windows of the seed profile another profile would
+//!   handle better.
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
 use crate::window::{Reading, WindowError, WindowOutcome, WindowTracker};
 
 /// Consecutive evidence windows that clear the congestion memory.
 pub const MEMORY_CLEAR_STREAK: u32 = 3;
+
+/// The safe zone below the last congestion point, as a share of it: below
+/// `SAFE_ZONE * last_bad` the offer climbs multiplicatively (the fast
+/// reclimb, x1.5 a window), and an Up that stays below it is a reclimb; at
+/// or above it the offer only probes additively. One number for both
+/// rules, so the mode label always says which zone the Up was in.
+pub const SAFE_ZONE: f64 = 0.75;
+
+/// The top of the safe zone: `max(SAFE_ZONE * last_bad, floor)`, where the
+/// fast reclimb stops.
+pub(crate) fn safe_zone_top(last_bad: f64, floor: f64) -> f64 {
+    (SAFE_ZONE * last_bad).max(floor)
+}
+
+/// The back-off factor for a failure fraction `frac` over `high`:
+/// `clamp(1 - frac, 0.25, 0.9)`.
+pub(crate) fn back_off_factor(frac: f64) -> f64 {
+    (1.0 - frac).clamp(0.25, 0.9)
+}
+
+/// The additive probe near the congestion point `last_bad`:
+/// `max(1, 0.02 last_bad)`.
+pub(crate) fn probe_step(last_bad: f64) -> f64 {
+    (0.02 * last_bad).max(1.0)
+}
+
+/// The label of an Up to `to` under the memory `last_bad`: `climbing`
+/// without one (slow start), `reclimbing` below the [`SAFE_ZONE`], else
+/// `probing`.
+pub(crate) fn up_mode(to: f64, last_bad: Option<f64>) -> Mode {
+    match last_bad {
+        None => Mode::Climbing,
+        Some(bad) if to < SAFE_ZONE * bad => Mode::Reclimbing,
+        Some(_) => Mode::Probing,
+    }
+}
 
 /// What one window decided, as a raw (unrounded) target.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,7 +94,7 @@ pub fn decide(
     last_bad: Option<f64>,
 ) -> Decision {
     if frac > high {
-        let target = (current * (1.0 - frac).clamp(0.25, 0.9)).max(floor);
+        let target = (current * back_off_factor(frac)).max(floor);
         return if target < current {
             Decision::Down(target)
         } else {
@@ -59,12 +105,12 @@ pub fn decide(
         let target = match last_bad {
             None => (current * 2.0).max(current + 1.0),
             Some(bad) => {
-                let safe = (0.75 * bad).max(floor);
+                let safe = safe_zone_top(bad, floor);
                 let fast = (current * 1.5).min(safe);
                 if fast > current {
                     fast
                 } else {
-                    current + (0.02 * bad).max(1.0)
+                    current + probe_step(bad)
                 }
             }
         };
@@ -93,442 +139,6 @@ pub fn memory_clear_step(streak: u32, evidence: bool) -> (u32, bool) {
     }
 }
 
-/// Which knob of the load tool is governed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Control {
-    /// Workers, users or VUs: an integer knob.
-    #[default]
-    Concurrency,
-    /// Requests or iterations per second: a float knob, never rounded.
-    Rate,
-}
-
-impl Control {
-    /// Whether the knob only takes whole numbers.
-    pub fn is_integer(self) -> bool {
-        matches!(self, Control::Concurrency)
-    }
-
-    /// The config spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Control::Concurrency => "concurrency",
-            Control::Rate => "rate",
-        }
-    }
-}
-
-impl fmt::Display for Control {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The label of a movement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Up in slow start (no congestion memory).
-    Climbing,
-    /// Up well below the last congestion point (`target < 0.75 * last_bad`).
-    Reclimbing,
-    /// Up near the last congestion point.
-    Probing,
-    /// Down.
-    BackingOff,
-}
-
-impl Mode {
-    /// The spelling used in logs, metrics and JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Climbing => "climbing",
-            Mode::Reclimbing => "reclimbing",
-            Mode::Probing => "probing",
-            Mode::BackingOff => "backing-off",
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Why a window held the offer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HoldReason {
-    /// The window resolved no attempts.
-    NoTraffic,
-    /// `low <= frac <= high`.
-    DeadBand,
-    /// Clean, but the offer is already at (or above) the ceiling.
-    AtCeiling,
-    /// Over the bound, but the offer is already at the floor.
-    AtFloor,
-    /// The first reading only sets the baseline.
-    Baseline,
-    /// A counter went down: the window was discarded and the baseline rebased.
-    CounterReset,
-    /// The signal could not be read or was invalid for this window.
-    SignalError,
-    /// `robust` and `gentle` only: the window right after a movement, whose failures may
-    /// still belong to the previous offer.
-    Settling,
-    /// `robust` and `gentle` only: too few attempts since the last decision to tell a
-    /// breach from noise; the window is pooled with the next ones.
-    Gathering,
-    /// `robust` and `gentle` only: clean, but the next additive probe waits for more
-    /// clean windows, because the last probes found the limit.
-    Dwelling,
-    /// The window straddled a change of the offer in effect (or fell within
-    /// the signal's lag after one), so its attempts belong to no one offer:
-    /// it is not decided on (the engine's attribution, not a rule).
-    OfferChange,
-    /// Latency bound only: failures clean, but the window's latency
-    /// quantile is between its clean level and the bound ([`latency`]).
-    LatencyBand,
-    /// Latency bound only: the window has no latency quantile (no
-    /// observations, or the latency source failed), so it cannot be clean.
-    NoLatency,
-}
-
-impl HoldReason {
-    /// The spelling used in logs, metrics and JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HoldReason::NoTraffic => "no-traffic",
-            HoldReason::DeadBand => "dead-band",
-            HoldReason::AtCeiling => "at-ceiling",
-            HoldReason::AtFloor => "at-floor",
-            HoldReason::Baseline => "baseline",
-            HoldReason::CounterReset => "counter-reset",
-            HoldReason::SignalError => "signal-error",
-            HoldReason::Settling => "settling",
-            HoldReason::Gathering => "gathering",
-            HoldReason::Dwelling => "dwelling",
-            HoldReason::OfferChange => "offer-change",
-            HoldReason::LatencyBand => "latency-band",
-            HoldReason::NoLatency => "no-latency",
-        }
-    }
-}
-
-impl fmt::Display for HoldReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The threshold a window's fraction crossed, for the log line.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "kind", content = "value", rename_all = "lowercase")]
-pub enum Threshold {
-    /// `frac > high`.
-    High(f64),
-    /// `frac < low`.
-    Low(f64),
-    /// `low <= frac <= high`.
-    Band(f64, f64),
-}
-
-impl fmt::Display for Threshold {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Threshold::High(h) => write!(f, "> high {}", pct(*h)),
-            Threshold::Low(l) => write!(f, "< low {}", pct(*l)),
-            Threshold::Band(l, h) => write!(f, "within [{}, {}]", pct(*l), pct(*h)),
-        }
-    }
-}
-
-/// Formats a fraction as a percentage with up to two decimals.
-pub fn pct(frac: f64) -> String {
-    let p = frac * 100.0;
-    let s = format!("{p:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s}%")
-}
-
-/// The window that caused a decision.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Signal {
-    /// Resolved attempts in the window.
-    pub attempts: f64,
-    /// Failed attempts in the window.
-    pub failures: f64,
-    /// `failures / attempts`; `None` without traffic.
-    pub frac: Option<f64>,
-    /// The threshold that the fraction crossed, if any.
-    pub threshold: Option<Threshold>,
-}
-
-/// The full result of folding one window into a [`ThrottleGovernor`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Outcome {
-    /// The decision with the knob's rounding applied (`Up`/`Down` carry `to`).
-    #[serde(skip)]
-    pub decision: Decision,
-    /// The committed offer before the decision.
-    pub from: f64,
-    /// The offer after the decision (equal to `from` on hold).
-    pub to: f64,
-    /// Set on Up and Down.
-    pub mode: Option<Mode>,
-    /// Set on Hold.
-    pub reason: Option<HoldReason>,
-    /// The window; `None` for a baseline or reset reading.
-    pub signal: Option<Signal>,
-    /// The congestion memory after this window.
-    pub last_bad: Option<f64>,
-    /// The clean streak after this window.
-    pub clean_streak: u32,
-    /// Whether the memory cleared on this window.
-    pub memory_cleared: bool,
-    /// `robust` and `gentle` only: the pooled sample a decision used when it spans more
-    /// than this window (`None` under the seed rules).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<Evidence>,
-    /// The window's latency against its bound, when one is set
-    /// ([`latency`]); `None` without a latency bound.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<latency::LatencySignal>,
-}
-
-/// The pooled windows behind a `robust` decision.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Evidence {
-    /// Resolved attempts over the pooled windows.
-    pub attempts: f64,
-    /// Failed attempts over the pooled windows.
-    pub failures: f64,
-    /// How many windows were pooled.
-    pub windows: u32,
-}
-
-impl Outcome {
-    /// Whether the offer moves.
-    pub fn is_movement(&self) -> bool {
-        !matches!(self.decision, Decision::Hold)
-    }
-
-    /// "up", "down" or "hold".
-    pub fn decision_str(&self) -> &'static str {
-        match self.decision {
-            Decision::Up(_) => "up",
-            Decision::Down(_) => "down",
-            Decision::Hold => "hold",
-        }
-    }
-}
-
-/// Invalid governor parameters.
-#[derive(Debug, Error, Clone, PartialEq)]
-pub enum ParamError {
-    /// A value is NaN, infinite where it must be finite, or negative.
-    #[error("`{field}` must be a finite, non-negative number (got {value})")]
-    NotFiniteNonNegative {
-        /// The parameter's name.
-        field: &'static str,
-        /// The value given.
-        value: f64,
-    },
-    /// `high` outside (0, 1).
-    #[error("`high` must be a fraction in (0, 1), e.g. 0.05 (got {0})")]
-    HighOutOfRange(f64),
-    /// `low` outside (0, high).
-    #[error("`low` must be greater than 0 and less than `high` ({high}) (got {low})")]
-    LowOutOfRange {
-        /// The value of `low`.
-        low: f64,
-        /// The value of `high`.
-        high: f64,
-    },
-    /// `floor > ceiling`.
-    #[error("`floor` ({floor}) must not exceed `ceiling` ({ceiling})")]
-    FloorAboveCeiling {
-        /// The value of `floor`.
-        floor: f64,
-        /// The value of `ceiling`.
-        ceiling: f64,
-    },
-    /// `start` outside [floor, ceiling].
-    #[error("`start` ({start}) must lie in [floor, ceiling] = [{floor}, {ceiling}]")]
-    StartOutOfRange {
-        /// The value of `start`.
-        start: f64,
-        /// The value of `floor`.
-        floor: f64,
-        /// The value of `ceiling`.
-        ceiling: f64,
-    },
-    /// A concurrency parameter that is not a whole number.
-    #[error("`{field}` must be a whole number for control = \"concurrency\" (got {value})")]
-    NotInteger {
-        /// The parameter's name.
-        field: &'static str,
-        /// The value given.
-        value: f64,
-    },
-    /// A floor of zero: at an offer of 0 there is no traffic, so no window
-    /// could ever show that the target recovered.
-    #[error("`floor` must be greater than 0: at an offer of 0 there is no traffic, so the governor could never see the target recover")]
-    ZeroFloor,
-    /// A resolution that is not a finite number above 0.
-    #[error("`resolution` must be a finite number > 0, e.g. 0.01 for a rate rounded to 2 decimals (got {0})")]
-    ResolutionNotPositive(f64),
-    /// `ceiling` missing for concurrency.
-    #[error("`ceiling` is required for control = \"concurrency\" (the authored concurrency)")]
-    CeilingRequired,
-}
-
-/// The validated parameters of one governed target.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Params {
-    /// Which knob is governed.
-    pub control: Control,
-    /// The authored offer; `f64::INFINITY` for an unbounded rate.
-    pub ceiling: f64,
-    /// The offer never goes below this.
-    pub floor: f64,
-    /// The opening offer.
-    pub start: f64,
-    /// Back off when `frac > high`.
-    pub high: f64,
-    /// A window is clean when `frac < low`.
-    pub low: f64,
-    /// The knob's resolution, when configured ([`Params::with_resolution`]);
-    /// `None`: 1 for concurrency, relative
-    /// [`exact::RATE_RELATIVE_RESOLUTION`] for rate.
-    pub resolution: Option<f64>,
-}
-
-impl Params {
-    /// Validates parameters, filling the defaults of `GOVERNOR.md`:
-    /// `low = high / 5`, `start = floor`, an unbounded ceiling for rate.
-    ///
-    /// Returns every problem found, not just the first.
-    pub fn new(
-        control: Control,
-        ceiling: Option<f64>,
-        floor: f64,
-        start: Option<f64>,
-        high: f64,
-        low: Option<f64>,
-    ) -> Result<Params, Vec<ParamError>> {
-        let mut errors = Vec::new();
-        let mut finite = |field: &'static str, v: f64| {
-            let ok = v.is_finite() && v >= 0.0;
-            if !ok {
-                errors.push(ParamError::NotFiniteNonNegative { field, value: v });
-            }
-            ok
-        };
-        let ceiling_ok = match ceiling {
-            Some(c) => finite("ceiling", c),
-            None => true,
-        };
-        let floor_ok = finite("floor", floor);
-        let start_ok = start.map(|s| finite("start", s)).unwrap_or(true);
-        let high_ok = finite("high", high);
-        let low_ok = low.map(|l| finite("low", l)).unwrap_or(true);
-
-        let ceiling = match (ceiling, control) {
-            (Some(c), _) => c,
-            (None, Control::Rate) => f64::INFINITY,
-            (None, Control::Concurrency) => {
-                errors.push(ParamError::CeilingRequired);
-                f64::NAN
-            }
-        };
-        if floor_ok && floor == 0.0 {
-            errors.push(ParamError::ZeroFloor);
-        }
-        if high_ok && !(high > 0.0 && high < 1.0) {
-            errors.push(ParamError::HighOutOfRange(high));
-        }
-        let low = low.unwrap_or(high / 5.0);
-        if high_ok && low_ok && !(low > 0.0 && low < high) {
-            errors.push(ParamError::LowOutOfRange { low, high });
-        }
-        if control.is_integer() {
-            for (field, v, ok) in [
-                ("ceiling", ceiling, ceiling_ok),
-                ("floor", floor, floor_ok),
-                ("start", start.unwrap_or(0.0), start_ok),
-            ] {
-                if ok && v.is_finite() && v.fract() != 0.0 {
-                    errors.push(ParamError::NotInteger { field, value: v });
-                }
-            }
-        }
-        let bounds_ok = ceiling_ok && floor_ok && !ceiling.is_nan();
-        if bounds_ok && floor > ceiling {
-            errors.push(ParamError::FloorAboveCeiling { floor, ceiling });
-        }
-        let start = match start {
-            Some(s) => {
-                if bounds_ok && start_ok && floor <= ceiling && !(floor..=ceiling).contains(&s) {
-                    errors.push(ParamError::StartOutOfRange {
-                        start: s,
-                        floor,
-                        ceiling,
-                    });
-                }
-                s
-            }
-            // "`floor`, clamped into [floor, ceiling]"
-            None => floor.min(ceiling),
-        };
-        if errors.is_empty() {
-            Ok(Params {
-                control,
-                ceiling,
-                floor,
-                start,
-                high,
-                low,
-                resolution: None,
-            })
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// Applies the knob's integer rules to a raw decision.
-    ///
-    /// Concurrency: a Down strictly lowers the integer value unless at the
-    /// floor, an Up strictly raises it unless at the ceiling, and nothing
-    /// leaves [floor, ceiling]. Rate: values pass through unrounded.
-    pub fn round(&self, decision: Decision, current: f64) -> Decision {
-        if !self.control.is_integer() {
-            return decision;
-        }
-        match decision {
-            Decision::Down(t) => {
-                let v = t.floor().min(current.ceil() - 1.0).max(self.floor);
-                if v < current {
-                    Decision::Down(v)
-                } else {
-                    Decision::Hold
-                }
-            }
-            Decision::Up(t) => {
-                let v = t.floor().max(current.floor() + 1.0).min(self.ceiling);
-                if v > current {
-                    Decision::Up(v)
-                } else {
-                    Decision::Hold
-                }
-            }
-            Decision::Hold => Decision::Hold,
-        }
-    }
-}
-
 /// The mutable state of `GOVERNOR.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct State {
@@ -538,74 +148,6 @@ pub struct State {
     pub last_bad: Option<f64>,
     /// Consecutive clean windows at or above `last_bad`.
     pub clean_streak: u32,
-}
-
-/// A named set of governor rules.
-///
-/// `seed` is exactly `GOVERNOR.md`, and the library's
-/// [`ThrottleGovernor::new`] keeps it. `robust` ([`robust`]) is an opt-in
-/// layer on top of it; `gentle` is robust's rules with rarer probes of a
-/// wall that a probe found costly ([`robust::Tunables::GENTLE`]), chosen by
-/// measurement (docs/BENCHMARKS.md, "The `gentle` profile"), and the
-/// engine's early verdicts ([`Profile::early_verdicts`]). A config
-/// without `profile` gets `gentle`; one that names a profile keeps its
-/// meaning (`"default"` is an old spelling of `seed`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Profile {
-    /// Exactly the rules of GOVERNOR.md: assume the most fragile target.
-    /// Spelled `"default"` before issue 26; that spelling still means it.
-    #[serde(alias = "default")]
-    Seed,
-    /// The seed rules plus the evidence, lag and re-probe fixes of
-    /// [`robust`], for noisy, lagged and drifting targets and long runs:
-    /// pooled evidence before a verdict, a slow start that slows down from
-    /// 64 on, probes that pay for their failures, and no climb while the
-    /// successes stop following the offer (a plateau).
-    Robust,
-    /// Robust's rules, gentler on a wall that rejects fast: rarer probes of
-    /// a wall that a probe found costly ([`robust::Tunables::GENTLE`]), and
-    /// early verdicts on breaching windows in the engine. What a config
-    /// without `profile` gets.
-    #[default]
-    Gentle,
-}
-
-impl Profile {
-    /// Every profile, in the order they were introduced.
-    pub const ALL: [Profile; 3] = [Profile::Seed, Profile::Robust, Profile::Gentle];
-
-    /// The spelling used in the config, on the command line and in logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Seed => "seed",
-            Profile::Robust => "robust",
-            Profile::Gentle => "gentle",
-        }
-    }
-
-    /// Whether the engine may close a breaching window early (before its
-    /// full length) and decide on it: `gentle` only. The seed and robust
-    /// profiles keep their exact meaning: whole windows.
-    pub fn early_verdicts(self) -> bool {
-        matches!(self, Profile::Gentle)
-    }
-
-    /// The tunables of robust's code path, for the profiles that take it
-    /// (`None` for the seed rules).
-    pub fn robust_tunables(self) -> Option<robust::Tunables> {
-        match self {
-            Profile::Seed => None,
-            Profile::Robust => Some(robust::Tunables::ROBUST),
-            Profile::Gentle => Some(robust::Tunables::GENTLE),
-        }
-    }
-}
-
-impl fmt::Display for Profile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// The per-target governor: parameters, state and window bookkeeping.
@@ -740,28 +282,8 @@ impl ThrottleGovernor {
         let decision = p.round(self.exact_up(raw, from), from);
         let signal = self.signal_of(attempts, failures);
         match decision {
-            Decision::Down(to) => {
-                self.state.last_bad = Some(from);
-                self.state.current = to;
-                self.outcome(
-                    decision,
-                    from,
-                    to,
-                    Some(Mode::BackingOff),
-                    None,
-                    signal,
-                    memory_cleared,
-                )
-            }
-            Decision::Up(to) => {
-                let mode = match self.state.last_bad {
-                    None => Mode::Climbing,
-                    Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
-                    Some(_) => Mode::Probing,
-                };
-                self.state.current = to;
-                self.outcome(decision, from, to, Some(mode), None, signal, memory_cleared)
-            }
+            Decision::Down(to) => self.back_off(from, to, from, signal, memory_cleared),
+            Decision::Up(to) => self.move_up(from, to, signal, memory_cleared),
             Decision::Hold => {
                 let reason = if frac > p.high {
                     HoldReason::AtFloor
@@ -812,18 +334,11 @@ impl ThrottleGovernor {
     fn signal_of(&self, attempts: f64, failures: f64) -> Signal {
         let p = self.params;
         let frac = failures / attempts;
-        let threshold = if frac > p.high {
-            Threshold::High(p.high)
-        } else if frac < p.low {
-            Threshold::Low(p.low)
-        } else {
-            Threshold::Band(p.low, p.high)
-        };
         Signal {
             attempts,
             failures,
             frac: Some(frac),
-            threshold: Some(threshold),
+            threshold: Some(Threshold::of(frac, p.low, p.high)),
         }
     }
 
@@ -835,11 +350,6 @@ impl ThrottleGovernor {
             WindowOutcome::CounterReset => Ok(self.hold(HoldReason::CounterReset, None, false)),
             WindowOutcome::Window(w) => Ok(self.step(w.attempts, w.failures)),
         }
-    }
-
-    /// Access to the window bookkeeping (e.g. to rebase after a restart).
-    pub fn window_mut(&mut self) -> &mut WindowTracker {
-        &mut self.window
     }
 
     /// A hold outcome that does not touch the memory.
@@ -873,14 +383,44 @@ impl ThrottleGovernor {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn outcome(
+    /// A Down from `from` to `to`, whatever drove it: records `bad` as the
+    /// congestion point, commits `to`, and labels the outcome
+    /// `backing-off`.
+    fn back_off(
+        &mut self,
+        from: f64,
+        to: f64,
+        bad: f64,
+        signal: Signal,
+        memory_cleared: bool,
+    ) -> Outcome {
+        self.state.last_bad = Some(bad);
+        self.state.current = to;
+        self.movement(
+            Decision::Down(to),
+            from,
+            to,
+            Mode::BackingOff,
+            signal,
+            memory_cleared,
+        )
+    }
+
+    /// An Up from `from` to `to`: commits `to`, labelled by [`up_mode`].
+    fn move_up(&mut self, from: f64, to: f64, signal: Signal, memory_cleared: bool) -> Outcome {
+        let mode = up_mode(to, self.state.last_bad);
+        self.state.current = to;
+        self.movement(Decision::Up(to), from, to, mode, signal, memory_cleared)
+    }
+
+    /// A movement's outcome: `decision` (Up or Down to `to`) from `from`,
+    /// labelled `mode`, with the memory as it now is.
+    fn movement(
         &self,
         decision: Decision,
         from: f64,
         to: f64,
-        mode: Option<Mode>,
-        reason: Option<HoldReason>,
+        mode: Mode,
         signal: Signal,
         memory_cleared: bool,
     ) -> Outcome {
@@ -888,8 +428,8 @@ impl ThrottleGovernor {
             decision,
             from,
             to,
-            mode,
-            reason,
+            mode: Some(mode),
+            reason: None,
             signal: Some(signal),
             last_bad: self.state.last_bad,
             clean_streak: self.state.clean_streak,
@@ -900,21 +440,19 @@ impl ThrottleGovernor {
     }
 }
 
-fn no_traffic(failures: f64) -> Signal {
-    Signal {
-        attempts: 0.0,
-        failures,
-        frac: None,
-        threshold: None,
-    }
-}
-
 pub mod advice;
 pub mod exact;
-pub mod latency;
+pub mod latency_bound;
+mod outcome;
+mod params;
+mod profile;
 pub mod robust;
 
 pub use exact::{Committed, RATE_RELATIVE_RESOLUTION};
+use outcome::no_traffic;
+pub use outcome::{pct, Evidence, HoldReason, Mode, Outcome, Signal, Threshold};
+pub use params::{Control, ParamError, Params};
+pub use profile::Profile;
 
 #[cfg(test)]
 mod tests;

@@ -56,7 +56,6 @@ pub mod engine;
 pub mod governor;
 pub mod http;
 pub mod lab;
-pub mod latency;
 pub mod promtext;
 pub mod report;
 pub mod runtime;

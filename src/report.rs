@@ -264,10 +264,10 @@ impl TargetReport {
             ),
             (Ok(s), Some((figure, c))) if latency.is_some() => {
                 let b = latency.expect("latency bound");
-                let q = crate::governor::latency::quantile_name(b.quantile);
+                let q = crate::governor::latency_bound::quantile_name(b.quantile);
                 let lat = |l: &LevelStats| {
                     l.latency_secs
-                        .map(crate::governor::latency::seconds)
+                        .map(crate::governor::latency_bound::seconds)
                         .unwrap_or_else(|| "unknown".into())
                 };
                 let next = match &s.evidence.next_step_up {
@@ -289,7 +289,7 @@ impl TargetReport {
                 let binds = match bind {
                     Some("neither") => format!(
                         "a lower bound: no window's {q} reached {}",
-                        crate::governor::latency::seconds(b.bound_secs)
+                        crate::governor::latency_bound::seconds(b.bound_secs)
                     ),
                     b => format!("{} binds", b.unwrap_or("failures")),
                 };
@@ -297,7 +297,7 @@ impl TargetReport {
                     "{name}: capacity {} {control} at steady state at failure ratio <= {} and {q} <= {} ({binds}): failure ratio {} (95% interval {}–{}), {q} {} over {} windows{next}",
                     short(figure),
                     pct(high),
-                    crate::governor::latency::seconds(b.bound_secs),
+                    crate::governor::latency_bound::seconds(b.bound_secs),
                     pct(c.failure_ratio),
                     pct(c.interval.low),
                     pct(c.interval.high),
@@ -420,7 +420,7 @@ fn level_line(l: &LevelStats) -> String {
     ) + &match (l.latency_secs, l.latency_within_bound) {
         (Some(v), Some(ok)) => format!(
             ", latency {} ({} the latency bound)",
-            crate::governor::latency::seconds(v),
+            crate::governor::latency_bound::seconds(v),
             if ok { "within" } else { "over" }
         ),
         (None, Some(_)) => ", latency unknown".to_string(),

@@ -12,7 +12,7 @@
 use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
-use throttle_governor::latency::{LatencyOutcome, LatencySample, LatencyTracker};
+use throttle_governor::window::{LatencyOutcome, LatencySample, LatencyTracker};
 use throttle_governor::signal::latency::histogram_in;
 use throttle_governor::promtext::selector::Selector;
 

@@ -41,9 +41,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::{as_control_error, count, excerpt, parse_json, MAX_BODY_BYTES};
 use crate::config::{GooseSignalConfig, ToolControlConfig};
 use crate::control::ControlError;
-use crate::latency::{Buckets, LatencySample};
 use crate::signal::http::root_cause;
 use crate::signal::{Counters, SignalError};
+use crate::window::{Buckets, LatencySample};
 
 crate::counter_source!(GooseSource, has_offer = |_| false);
 crate::latency_source!(GooseLatency, lag = |_| None);

@@ -45,9 +45,9 @@ use reqwest::header::CONTENT_TYPE;
 use super::{as_control_error, count, join, parse_json, send, MAX_BODY_BYTES};
 use crate::config::{LocustControlConfig, LocustSignalConfig};
 use crate::control::ControlError;
-use crate::latency::LatencySample;
 use crate::signal::http::fetch_text;
 use crate::signal::{Counters, SignalError};
+use crate::window::LatencySample;
 
 crate::counter_source!(LocustSource, has_offer = |_| true);
 crate::latency_source!(

@@ -2,8 +2,8 @@
 //! quantile comes from.
 //!
 //! Why it lives here: config is the leaf every stage imports. The quantile
-//! maths is `crate::latency`, the reads `signal::latency`, and the rule
-//! `governor::latency`.
+//! maths is `crate::window::quantiles`, the reads `signal::latency`, and the rule
+//! `governor::latency_bound`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -99,7 +99,7 @@ impl LatencyConfig {
     /// The clean level in seconds.
     pub(crate) fn low_secs(&self) -> f64 {
         self.low.map_or(
-            self.bound.as_secs_f64() * crate::governor::latency::DEFAULT_LOW_FRACTION,
+            self.bound.as_secs_f64() * crate::governor::latency_bound::DEFAULT_LOW_FRACTION,
             |d| d.as_secs_f64(),
         )
     }
@@ -188,8 +188,8 @@ impl LatencyConfig {
     /// The bound in words (`check` shows it): `p99 <= 250ms (clean below
     /// 200ms), from the histogram ... at ...`.
     pub fn describe(&self, t: &TargetConfig) -> String {
-        let q = crate::governor::latency::quantile_name(self.quantile);
-        let secs = crate::governor::latency::seconds;
+        let q = crate::governor::latency_bound::quantile_name(self.quantile);
+        let secs = crate::governor::latency_bound::seconds;
         let from = match self.source(t) {
             Ok(LatencySourceSpec::Histogram { url, selector }) => {
                 format!("the histogram buckets `{selector}` scraped from {url} (windowed from bucket deltas)")

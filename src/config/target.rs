@@ -124,7 +124,7 @@ pub struct TargetConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<group::GroupConfig>,
     /// An optional latency bound beside the failure bound (an SLO): see
-    /// `governor::latency`.
+    /// `governor::latency_bound`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<latency::LatencyConfig>,
 }

@@ -32,16 +32,18 @@ use crate::engine::members::Members;
 
 use super::split::split;
 use crate::control::{same_offer, ControlError};
-use crate::governor::advice::{AdviceWindow, Advisor};
-use crate::governor::latency::LatencyWindow;
-use crate::governor::{HoldReason, Outcome, Params, Profile, ThrottleGovernor};
-use crate::latency::{LatencyOutcome, LatencySample, LatencyTracker};
+use crate::governor::advice::Advisor;
+use crate::governor::{Outcome, Params, Profile, ThrottleGovernor};
 use crate::signal::{Counters, SignalError};
-use crate::telemetry::export::{Event, MemberChange};
+use crate::telemetry::export::Event;
 use crate::telemetry::MemberStatus;
-use crate::window::{WindowOutcome, WindowTracker};
+use crate::window::{LatencySample, LatencyTracker, WindowTracker};
 
+mod decide;
 mod early;
+mod fold;
+mod offer;
+mod send;
 pub use early::{certain_breach, peek_interval, EarlyBreach, FIRST_LOOK};
 
 /// Consecutive outside changes after our confirmed writes that make a
@@ -178,10 +180,10 @@ pub struct Policy {
     /// The window's length in seconds.
     pub window_secs: f64,
     /// Close a breaching window early when its breach is certain
-    /// ([`early`]).
+    /// (`early`).
     pub early_verdicts: bool,
     /// An early window starts only once the signal's lag has passed after
-    /// the write, as a full window does ([`early`]).
+    /// the write, as a full window does (`early`).
     pub early_after_lag: bool,
 }
 
@@ -229,7 +231,7 @@ pub struct Core {
     closing: Option<EarlyBreach>,
 }
 
-/// A latency bound and its window bookkeeping (see `governor::latency`).
+/// A latency bound and its window bookkeeping (see `governor::latency_bound`).
 #[derive(Debug, Clone)]
 pub struct LatencyState {
     /// The quantile bounded, e.g. 0.99.
@@ -257,15 +259,6 @@ impl LatencyState {
     }
 }
 
-/// How the round's counter reading was folded (single target), so that the
-/// latency window follows the same baseline.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Folded {
-    Window,
-    Baseline,
-    Reset,
-}
-
 impl Core {
     /// A core over `gov` with no members yet.
     pub fn new(gov: ThrottleGovernor, policy: Policy) -> Self {
@@ -290,7 +283,7 @@ impl Core {
     }
 
     /// Sets a latency bound.
-    pub fn with_latency(mut self, latency: LatencyState) -> Self {
+    pub(crate) fn with_latency(mut self, latency: LatencyState) -> Self {
         self.latency = Some(latency);
         self
     }
@@ -300,13 +293,13 @@ impl Core {
     }
 
     /// Clamps a value into the governor's `[floor, ceiling]`.
-    pub fn clamp(&self, v: f64) -> f64 {
+    pub(crate) fn clamp(&self, v: f64) -> f64 {
         let p = self.gov.params();
         v.clamp(p.floor, p.ceiling)
     }
 
     /// Resumes from a reload: the offer (clamped) and the memory.
-    pub fn resume(&mut self, current: f64, last_bad: Option<f64>, clean_streak: u32) {
+    pub(crate) fn resume(&mut self, current: f64, last_bad: Option<f64>, clean_streak: u32) {
         let c = self.clamp(current);
         self.gov.set_current(c);
         self.gov.restore_memory(last_bad, clean_streak);
@@ -316,7 +309,7 @@ impl Core {
     /// Sets every member's ceiling share (capped by the tool's maximum) and
     /// lowers the governor's ceiling to the sum over the up members (never
     /// above the configured one). Returns the effective ceiling.
-    pub fn rebalance(&mut self) -> f64 {
+    pub(crate) fn rebalance(&mut self) -> f64 {
         let p = self.policy.params;
         let weights: Vec<f64> = self.members.values().map(|m| m.weight).collect();
         let unbounded = vec![f64::INFINITY; weights.len()];
@@ -353,7 +346,7 @@ impl Core {
 
     /// The shares of `offer` over the up members, queued where they differ
     /// from what is in effect.
-    pub fn split_writes(&mut self, offer: f64) -> Vec<(String, f64)> {
+    pub(crate) fn split_writes(&mut self, offer: f64) -> Vec<(String, f64)> {
         let integer = self.policy.integer;
         let up: Vec<&mut MemberState> = self.members.values_mut().filter(|m| m.up).collect();
         let weights: Vec<f64> = up.iter().map(|m| m.weight).collect();
@@ -375,7 +368,7 @@ impl Core {
     }
 
     /// `name=share` for the log.
-    pub fn split_parts(&self, knob: crate::governor::Control) -> String {
+    pub(crate) fn split_parts(&self, knob: crate::governor::Control) -> String {
         use crate::telemetry::logging::offer;
         self.members
             .values()
@@ -389,7 +382,7 @@ impl Core {
     }
 
     /// The members' statuses, for `/api/v1/groups`.
-    pub fn statuses(&self) -> Vec<MemberStatus> {
+    pub(crate) fn statuses(&self) -> Vec<MemberStatus> {
         self.members
             .values()
             .map(|m| MemberStatus {
@@ -406,13 +399,13 @@ impl Core {
     }
 
     /// Whether any member's last write was not confirmed.
-    pub fn unconfirmed(&self) -> bool {
+    pub(crate) fn unconfirmed(&self) -> bool {
         self.members.values().any(|m| m.up && m.unconfirmed())
     }
 
     /// When a new baseline may be read after the writes now finished: the
     /// latest `finished_at + lag` over members (None while any is busy).
-    pub fn rebase_at(&self, views: &Members<WriterView>) -> Option<f64> {
+    pub(crate) fn rebase_at(&self, views: &Members<WriterView>) -> Option<f64> {
         let mut at = f64::NEG_INFINITY;
         for (name, v) in views {
             if v.busy() {
@@ -434,7 +427,7 @@ impl Core {
     /// [`Self::step_with`] for a round whose window [`Self::early_breach`]
     /// found a certain breach: the window closes now, and a straddle after
     /// the Up is attributed to the new offer ([`early`]).
-    pub fn close_early(
+    pub(crate) fn close_early(
         &mut self,
         at: f64,
         reads: Members<MemberRead>,
@@ -450,487 +443,23 @@ impl Core {
     /// [`Self::step`] with the round's latency read, when a latency bound
     /// is set: its window follows the counters' (same baseline, same
     /// attribution), and the governor decides on both signals.
-    pub fn step_with(
+    ///
+    /// The phases, in order (each is pure and pushes its events in turn):
+    /// fold the reads into a window ([`fold`]), the committed offer
+    /// ([`offer`]), the latency window, the decision and the signal loss
+    /// ([`decide`]), and the writes to send ([`send`]).
+    pub(crate) fn step_with(
         &mut self,
         at: f64,
-        mut reads: Members<MemberRead>,
+        reads: Members<MemberRead>,
         latency: Option<Result<LatencySample, SignalError>>,
     ) -> StepOut {
-        let mut latency = latency;
-        let mut folded: Option<Folded> = None;
-        let latency_lag = self.latency.as_ref().map_or(0.0, |l| l.lag);
-        let integer = self.policy.integer;
-        let mut ev = Vec::new();
-        let mut writes: Vec<(String, f64)> = Vec::new();
-        let mut changed = false;
-        let mut sum = (0.0, 0.0);
-        let mut contributors = 0;
-        let mut valid_reads = 0;
-        let mut discarded = 0;
-        let mut resets = 0;
-        let mut errors: Vec<String> = Vec::new();
-        let mut restart = false;
-        let mut idle = true;
-        let names: Vec<String> = self.members.keys().cloned().collect();
-        for name in names {
-            let member = self.member_name(&name);
-            let Some(r) = reads.remove(&name) else {
-                continue;
-            };
-            let m = self.members.get_mut(&name).expect("member of the core");
-            m.early_base = None;
-            m.since_reset = m.since_reset.map(|n| n.saturating_add(1));
-            let finished_since = r.after.generation != m.seen_generation;
-            let busy =
-                r.before.busy() || r.after.busy() || r.before.generation != r.after.generation;
-            idle &= !busy;
-            if finished_since && r.after.last_confirmed {
-                self.confirmed_since_outside = true;
-            }
-            m.last_write = r.after;
-            if let Some(max) = r.after.tool_max {
-                if m.tool_max != Some(max) {
-                    m.tool_max = Some(max);
-                    ev.push(Event::ToolMaximum {
-                        member: member.clone(),
-                        max,
-                    });
-                    changed = true;
-                }
-            }
-            // A pulling tool that stopped asking is gone (pull control):
-            // its window has no valid signal, whatever its counters say.
-            let signal = match (r.signal, &r.committed) {
-                (Ok(_), Some(Err(e))) if e.tool_gone() => {
-                    Err(SignalError::NotPulled(e.to_string()))
-                }
-                (s, _) => s,
-            };
-            let counters = match signal {
-                Ok(c) => c,
-                Err(e) => {
-                    ev.push(Event::SignalError {
-                        member: member.clone(),
-                        error_type: e.error_type(),
-                        message: e.to_string(),
-                    });
-                    m.failed_windows += 1;
-                    m.committed = None;
-                    m.last_error = Some(format!("{}: {e}", e.error_type()));
-                    errors.push(match &member {
-                        Some(n) => format!("{n}: {e}"),
-                        None => e.to_string(),
-                    });
-                    if let Some(n) = self.policy.down_after {
-                        if m.up && m.failed_windows >= n {
-                            m.up = false;
-                            changed = true;
-                            // Its counters may restart with it: rejoin from a new baseline.
-                            m.window.reset();
-                            ev.push(Event::Member {
-                                member: name.clone(),
-                                change: MemberChange::Down,
-                            });
-                        }
-                    }
-                    // A write that finished meanwhile still moves the start
-                    // of the next attributable window.
-                    if finished_since {
-                        if let Some(f) = r.after.finished_at {
-                            m.quiet_from = m.quiet_from.max(f + m.lag);
-                        }
-                        m.seen_generation = r.after.generation;
-                    }
-                    continue;
-                }
-            };
-            m.failed_windows = 0;
-            m.last_error = None;
-            if !m.up {
-                m.up = true;
-                changed = true;
-                ev.push(Event::Member {
-                    member: name.clone(),
-                    change: MemberChange::Back,
-                });
-            }
-            let lag = self.policy.lag_override.unwrap_or_else(|| {
-                counters
-                    .lag
-                    .map(|d| d.as_secs_f64())
-                    .unwrap_or(m.lag)
-                    .max(latency_lag)
-            });
-            m.lag = lag;
-            let reported = match r.committed {
-                Some(Ok(v)) => Some(v),
-                Some(Err(error)) => {
-                    ev.push(Event::ControlReadError {
-                        member: member.clone(),
-                        error,
-                    });
-                    None
-                }
-                None => counters.offer,
-            };
-            let reported = match reported {
-                Some(v) if !v.is_finite() || v < 0.0 => {
-                    ev.push(Event::InvalidReading {
-                        member: member.clone(),
-                        value: v,
-                    });
-                    None
-                }
-                v => v,
-            };
-            // Attribution (see the module docs).
-            if finished_since {
-                if let Some(f) = r.after.finished_at {
-                    m.quiet_from = m.quiet_from.max(f + lag);
-                }
-            }
-            if busy {
-                m.quiet_from = m.quiet_from.max(at + lag);
-            }
-            if let (Some(prev), Some(now)) = (m.last_reported, reported) {
-                let ours = finished_since
-                    && r.after.last_confirmed
-                    && r.after
-                        .last_value
-                        .is_some_and(|v| same_offer(integer, v, now));
-                if !same_offer(integer, prev, now) && !ours {
-                    m.quiet_from = m.quiet_from.max(at + lag);
-                }
-            }
-            m.seen_generation = r.after.generation;
-            if reported.is_some() {
-                m.last_reported = reported;
-            }
-            m.committed = reported;
-            let baseline_at = m.window.baseline().map(|b| b.at_secs);
-            let reading = counters.reading(at);
-            let observed = m.window.observe(reading);
-            // The reading is the next baseline unless it was refused.
-            m.baseline_generation = match (&observed, r.before.busy()) {
-                (Err(_), _) => m.baseline_generation,
-                (Ok(_), false) if r.before.generation == r.after.generation => {
-                    Some(r.before.generation)
-                }
-                (Ok(_), _) => None,
-            };
-            match observed {
-                Ok(WindowOutcome::Window(w)) => {
-                    valid_reads += 1;
-                    folded = Some(Folded::Window);
-                    let attributable = baseline_at.is_some_and(|b| b >= m.quiet_from - 1e-9);
-                    if attributable || self.closing.is_some() {
-                        sum.0 += w.attempts;
-                        sum.1 += w.failures;
-                        contributors += 1;
-                    } else {
-                        discarded += 1;
-                        ev.push(Event::Discarded {
-                            member: member.clone(),
-                            reason: "offer_change",
-                        });
-                    }
-                }
-                Ok(WindowOutcome::Baseline) => {
-                    valid_reads += 1;
-                    folded = Some(Folded::Baseline);
-                }
-                Ok(WindowOutcome::CounterReset) => {
-                    resets += 1;
-                    folded = Some(Folded::Reset);
-                    m.since_reset = Some(0);
-                    ev.push(Event::CounterReset {
-                        member: member.clone(),
-                    });
-                }
-                Err(e) => {
-                    ev.push(Event::SignalError {
-                        member: member.clone(),
-                        error_type: e.error_type(),
-                        message: e.to_string(),
-                    });
-                    errors.push(e.to_string());
-                }
-            }
-            // Counters went down and the knob moved away from our share: the
-            // tool restarted with its own default. Put our share back instead
-            // of slow-starting from theirs.
-            if !self.policy.dry_run && !busy && m.since_reset.is_some_and(|n| n <= 1) {
-                if let (Some(now), Some(share)) = (reported, m.share) {
-                    if !same_offer(integer, now, share) {
-                        ev.push(Event::ToolRestart {
-                            member: member.clone(),
-                            reported: now,
-                            republished: share,
-                        });
-                        writes.push((name.clone(), share));
-                        m.since_reset = None;
-                        restart = true;
-                    }
-                }
-            }
-        }
-
-        if changed {
-            let eff = self.rebalance();
-            if eff > 0.0 {
-                ev.push(Event::Ceiling(self.gov.params().ceiling));
-            }
-            self.need_split = true;
-        }
-
-        // The committed offer: the sum over the up members, trusted only
-        // when no write was in flight around any read.
-        let mut outside = false;
-        let unconfirmed = self.unconfirmed();
-        if idle && !self.need_split && !restart {
-            let up: Vec<&MemberState> = self.members.values().filter(|m| m.up).collect();
-            let committed = if up.is_empty() {
-                None
-            } else {
-                up.iter().map(|m| m.committed).sum::<Option<f64>>()
-            };
-            if let Some(reported) = committed {
-                let cur = self.gov.state().current;
-                let to = self.clamp(reported);
-                if self.policy.dry_run || self.conflict {
-                    self.gov.set_current(to);
-                } else if !same_offer(integer, reported, cur) {
-                    if unconfirmed {
-                        // Our write did not land: the offer in effect is the
-                        // tool's, and the governor steps from it.
-                        ev.push(Event::ToolOffer {
-                            asked: cur,
-                            in_effect: reported,
-                        });
-                    } else {
-                        outside = true;
-                        if self.last_outside != Some(reported) {
-                            ev.push(Event::OutsideChange {
-                                from: cur,
-                                reported,
-                                to,
-                                group: self.policy.group,
-                            });
-                            self.last_outside = Some(reported);
-                        }
-                    }
-                    self.gov.set_current(to);
-                    self.need_split = true;
-                }
-            }
-        }
-        if outside {
-            self.calm = 0;
-            if self.confirmed_since_outside {
-                self.fights += 1;
-            }
-            self.confirmed_since_outside = false;
-            if !self.conflict && self.fights >= CONFLICT_WINDOWS {
-                self.conflict = true;
-                ev.push(Event::Conflict {
-                    on: true,
-                    changes: self.fights,
-                });
-            }
-        }
-
-        // A write that was not confirmed, and no read of what the tool runs
-        // (its read-back fails or hangs): the window belongs to no known
-        // offer, so it is not decided on. Stepping from the value asked for
-        // would climb on writes that never landed.
-        let unknown = unconfirmed && self.members.values().any(|m| m.up && m.committed.is_none());
-        if unknown && contributors > 0 {
-            discarded += contributors;
-            ev.push(Event::Discarded {
-                member: None,
-                reason: "offer_unknown",
-            });
-        }
-
-        // The latency window, over the same baseline as the counters'.
-        let mut lat_window = None;
-        if let (Some(ls), Some(f)) = (self.latency.as_mut(), folded) {
-            if f == Folded::Reset {
-                ls.tracker.reset();
-            }
-            let observed = match latency.take() {
-                Some(Ok(sample)) => match ls.tracker.observe(ls.quantile, sample) {
-                    LatencyOutcome::Window(v) => v,
-                    LatencyOutcome::Baseline => None,
-                    LatencyOutcome::Reset => {
-                        ev.push(Event::LatencyError {
-                            error_type: "counter_reset",
-                            message: "a histogram bucket went down or the buckets changed: rebased"
-                                .into(),
-                        });
-                        None
-                    }
-                },
-                Some(Err(e)) => {
-                    // The next read starts a new baseline: a window must
-                    // never span more rounds than the counters'.
-                    ls.tracker.reset();
-                    ev.push(Event::LatencyError {
-                        error_type: e.error_type(),
-                        message: e.to_string(),
-                    });
-                    None
-                }
-                None => None,
-            };
-            lat_window = Some(LatencyWindow {
-                quantile: ls.quantile,
-                observed,
-                bound: ls.bound,
-                low: ls.low,
-            });
-        }
-
-        // The decision.
-        let decided = contributors > 0 && !unknown;
-        let early = self.closing.filter(|_| decided);
-        if let Some(b) = early {
-            // The early window starts after the write (see [`early`]).
-            sum = (b.attempts, b.failures);
-            ev.push(Event::EarlyVerdict {
-                attempts: sum.0,
-                failures: sum.1,
-                secs: b.secs,
-                p_value: b.p_value,
-            });
-        }
-        let outcome = if decided {
-            self.gov.step_with_latency(sum.0, sum.1, lat_window)
-        } else if discarded > 0 {
-            self.gov.hold(HoldReason::OfferChange, None, false)
-        } else if valid_reads == 0 && !errors.is_empty() {
-            if self.policy.group {
-                ev.push(Event::NoSignal {
-                    message: format!("no instance answered: {}", errors.join("; ")),
-                });
-            }
-            self.gov.hold(HoldReason::SignalError, None, false)
-        } else if valid_reads == 0 && resets > 0 {
-            self.gov.hold(HoldReason::CounterReset, None, false)
-        } else {
-            self.gov.hold(HoldReason::Baseline, None, false)
-        };
-        if decided {
-            self.watch = matches!(outcome.decision, crate::governor::Decision::Up(_));
-            if let Some(a) = self.advisor.as_mut() {
-                if let Some(advice) = a.observe(AdviceWindow {
-                    attempts: sum.0,
-                    failures: sum.1,
-                    offer: outcome.from,
-                    decision: outcome.decision,
-                }) {
-                    ev.push(Event::Advice(advice.to_string()));
-                }
-            }
-        }
-        // Calm: decided windows in a row with the knob left alone. Enough of
-        // them forgive earlier fights (and end a conflict).
-        if decided && !outside {
-            self.calm += 1;
-            if self.calm >= CONFLICT_WINDOWS {
-                self.fights = 0;
-                if self.conflict {
-                    self.conflict = false;
-                    self.calm = 0;
-                    ev.push(Event::Conflict {
-                        on: false,
-                        changes: 0,
-                    });
-                }
-            }
-        }
-
-        // Signal loss: no member gave a valid read.
-        let invalid = valid_reads == 0 && (resets > 0 || !errors.is_empty());
-        if invalid {
-            self.loss_invalid += 1;
-            if !self.loss_lost && self.loss_invalid >= self.policy.signal_loss_windows {
-                self.loss_lost = true;
-                let p = *self.gov.params();
-                let current = self.gov.state().current;
-                let to_floor = self.policy.loss_to_floor;
-                ev.push(Event::SignalLost {
-                    windows: self.loss_invalid,
-                    to_floor,
-                    current,
-                    floor: p.floor,
-                });
-                if to_floor && !self.policy.dry_run && current > p.floor {
-                    self.gov.set_current(p.floor);
-                    self.need_split = true;
-                }
-            }
-        } else if valid_reads > 0 {
-            if self.loss_lost {
-                ev.push(Event::SignalBack {
-                    current: self.gov.state().current,
-                });
-            }
-            self.loss_invalid = 0;
-            self.loss_lost = false;
-        }
-
-        if outcome.is_movement() {
-            self.need_split = true;
-        }
-        let not_written = self.policy.dry_run || self.conflict;
-        // While a write is pending or unconfirmed, the offer in effect is
-        // what the tool reports, never the value asked for.
-        let in_effect = if idle && !unconfirmed {
-            None
-        } else {
-            let up: Vec<&MemberState> = self.members.values().filter(|m| m.up).collect();
-            if up.is_empty() {
-                None
-            } else {
-                up.iter()
-                    .map(|m| m.committed)
-                    .sum::<Option<f64>>()
-                    .map(|v| self.clamp(v))
-            }
-        };
-        ev.push(Event::Window {
-            outcome,
-            at,
-            window_secs: early.map_or(self.policy.window_secs, |b| b.secs),
-            unconfirmed,
-            in_effect,
-            not_written,
-            baseline: self.members.values().any(|m| m.window.baseline().is_some()),
-        });
-        if self.need_split && !not_written && self.members.values().any(|m| m.up) {
-            let offer = self.gov.state().current;
-            for w in self.split_writes(offer) {
-                if !writes.iter().any(|(n, _)| *n == w.0) {
-                    writes.push(w);
-                }
-            }
-            self.need_split = false;
-            if changed && self.policy.group {
-                ev.push(Event::Split {
-                    parts: self.split_parts(self.policy.params.control),
-                });
-            }
-        }
-        if self.policy.group {
-            ev.push(Event::Members(self.statuses()));
-        }
-        StepOut {
-            events: ev,
-            writes,
-            outcome,
-            decided,
-        }
+        let mut round = self.fold_reads(at, reads);
+        let offer = self.committed_offer(&mut round);
+        let lat_window = self.latency_window(round.folded, latency, &mut round.ev);
+        let verdict = self.decide(&mut round, &offer, lat_window);
+        self.signal_loss(&mut round);
+        self.writes_to_send(at, round, &offer, verdict)
     }
 }
 

@@ -32,7 +32,7 @@
 
 use serde::Serialize;
 
-use super::{Control, Decision, ParamError, Params, ThrottleGovernor};
+use super::{probe_step, Control, Decision, ParamError, Params, ThrottleGovernor};
 
 /// The resolution of a rate knob without a configured one, relative to the
 /// offer: 1e-9, far below any rounding a tool does and far above the ulp
@@ -62,13 +62,6 @@ pub enum Committed {
         /// The value given.
         value: f64,
     },
-}
-
-impl Committed {
-    /// Whether the value was taken unchanged.
-    pub fn is_adopted(self) -> bool {
-        matches!(self, Committed::Adopted)
-    }
 }
 
 impl Params {
@@ -136,7 +129,7 @@ impl ThrottleGovernor {
         if target - from >= res {
             return raw;
         }
-        let probe = self.state.last_bad.map_or(1.0, |bad| (0.02 * bad).max(1.0));
+        let probe = self.state.last_bad.map_or(1.0, probe_step);
         let target = (from + probe.max(res)).min(self.params.ceiling);
         if target - from >= res {
             Decision::Up(target)

@@ -27,6 +27,12 @@
 //! What it may touch: only its parent, [`crate::governor`]; like it, no
 //! clock and no I/O.
 //!
+//! Layout: this file holds the step (a window through the layer, and what
+//! each verdict does to the memory); `tunables` the numbers; `state` the
+//! layer's memory ([`RobustState`]) and the values the steps pass;
+//! `evidence` the pooling and the exact binomial test; `probe` step 4, from
+//! a verdict to a raw decision (the retreat, the dwell, the probe's cost).
+//!
 //! This module never changes the seed path: [`ThrottleGovernor::step`]
 //! calls it only for [`Profile::Robust`](super::Profile::Robust) and
 //! [`Profile::Gentle`](super::Profile::Gentle), and it keeps its own memory
@@ -67,7 +73,7 @@
 //! clean verdict between them) `last_bad` keeps the highest offer, so a
 //! later Down never lowers it to an offer that was safe. The fast reclimb
 //! after a Down stops at the last offer seen clean before that Down when it
-//! is below the default's safe zone `0.75 last_bad`.
+//! is below the default's safe zone `0.75 last_bad` ([`super::SAFE_ZONE`]).
 //!
 //! **Telling bursts from congestion (fixes 3).** A breach of at least
 //! [`BURST_MIN_FRAC`] (20 %) after [`BURST_STEADY`] (2) verdicts at the same
@@ -183,352 +189,27 @@
 //! `fast-fail`, `step` and `metastable`, more on `warming`, `drift` and
 //! `bursts`).
 
-use super::{
-    memory_clear_step, no_traffic, Decision, Evidence, HoldReason, Mode, Outcome, Signal,
-    Threshold, ThrottleGovernor,
+mod evidence;
+mod probe;
+mod state;
+mod tunables;
+
+pub use evidence::binomial_tail;
+pub use state::RobustState;
+pub use tunables::{
+    Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_RETREAT_ABOVE, BREACH_WINDOWS, BURST_MIN_FRAC,
+    BURST_NOT_FALLING, BURST_STEADY, CLEAR_BELOW, EVIDENCE_ALPHA, GENTLE_MAX_COST_DWELL,
+    MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE, REPROBE_START,
+    SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN, SLOW_START_MIN_GAIN,
 };
 
-/// Significance level of the one-sided exact test for a breach on few
-/// attempts: under a true failure probability of exactly `high`, a pool is
-/// called a breach at most 1 % of the time.
-pub const EVIDENCE_ALPHA: f64 = 0.01;
-/// The first re-probe increment after a memory clear, as a share of the
-/// offer at which the memory cleared (10 %).
-pub const REPROBE_START: f64 = 0.10;
-/// The most consecutive clean verdicts an additive probe waits for.
-pub const MAX_DWELL: u32 = 128;
-/// The opening slow start doubles below this offer; from it on, each Up
-/// grows the offer by a gain that starts at [`SLOW_START_GAIN`] and halves
-/// with every Up, down to [`SLOW_START_MIN_GAIN`].
-pub const SLOW_START_DOUBLING_BELOW: f64 = 64.0;
-/// The opening slow start's first gain from [`SLOW_START_DOUBLING_BELOW`]
-/// on (x1.5).
-pub const SLOW_START_GAIN: f64 = 0.5;
-/// The opening slow start's smallest gain (x1.125).
-pub const SLOW_START_MIN_GAIN: f64 = 0.125;
-/// A failed probe's failures are paid by clean attempts at this share of
-/// `high` (2.5 % at `high` = 5 %).
-pub const PROBE_COST_SHARE: f64 = 0.5;
-/// Memory-clear evidence: a clean verdict at or above `last_bad` counts
-/// only below this share of `low` (0.25 % at `low` = 1 %).
-pub const CLEAR_BELOW: f64 = 0.25;
-/// A clean verdict whose successes per unit of offer fall below this share
-/// of the best seen (70 %) adds offer but not goodput: it does not climb.
-pub const PLATEAU_SHARE: f64 = 0.7;
-/// The most clean verdicts a failed probe's cost makes the next probe from
-/// its start (or higher) wait for.
-pub const MAX_COST_DWELL: u32 = 64;
-/// The Down after a non-additive Up whose first verdict is in the dead
-/// band: the default's smallest back-off factor.
-pub const BAND_BACK_OFF: f64 = 0.9;
-/// A probe that lands in the dead band is undone only above this share of
-/// `high`.
-pub const BAND_RETREAT_ABOVE: f64 = 0.4;
-/// A breach at least this large (20 %) after steady windows is
-/// tested for a load-independent burst.
-pub const BURST_MIN_FRAC: f64 = 0.2;
-/// Verdicts at an offer without a breach before a breach there counts as
-/// unprovoked.
-pub const BURST_STEADY: u32 = 2;
-/// A settle window whose fraction stays above this share of the breach's
-/// did not fall with the offer: a burst, not congestion.
-pub const BURST_NOT_FALLING: f64 = 0.7;
-/// Dead-band verdicts in a row at one offer before it steps down a probe.
-pub const BAND_PATIENCE: u32 = 12;
-/// Windows at the current offer that the breach test pools.
-pub const BREACH_WINDOWS: usize = 8;
-
-/// The numbers of this code path that differ between the profiles that
-/// take it: [`Tunables::ROBUST`] (exactly the rules above) and
-/// [`Tunables::GENTLE`] (the default profile, issue 26). Everything else is
-/// shared.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tunables {
-    /// The most clean verdicts a failed probe's cost makes the next probe
-    /// from its start (or higher) wait for; also the wait after a probe
-    /// that left leftovers.
-    pub max_cost_dwell: u32,
-}
-
-impl Tunables {
-    /// The `robust` profile: [`MAX_COST_DWELL`] (64).
-    pub const ROBUST: Tunables = Tunables {
-        max_cost_dwell: MAX_COST_DWELL,
-    };
-    /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
-    pub const GENTLE: Tunables = Tunables {
-        max_cost_dwell: GENTLE_MAX_COST_DWELL,
-    };
-}
-
-/// `gentle`: the longest cost dwell, in clean verdicts. At 2 s windows a
-/// settled run on a fast-failing wall probes it about once every 384 s
-/// instead of every 128 s.
-pub const GENTLE_MAX_COST_DWELL: u32 = 192;
-
-/// The robust layer's own memory, beside the default [`super::State`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RobustState {
-    /// Attempts pooled since the last verdict.
-    pool_attempts: f64,
-    /// Failures pooled since the last verdict.
-    pool_failures: f64,
-    /// Windows pooled since the last verdict.
-    pool_windows: u32,
-    /// Attempts at the current offer (since the last movement, settle
-    /// windows excluded): the evidence for a breach.
-    offer_attempts: f64,
-    /// Failures at the current offer.
-    offer_failures: f64,
-    /// The last [`BREACH_WINDOWS`] windows at the current offer, as
-    /// (attempts, failures), oldest overwritten first.
-    offer_recent: [(f64, f64); BREACH_WINDOWS],
-    /// How many of `offer_recent` are filled.
-    offer_len: usize,
-    /// Set right after a Down: the next window settles.
-    settle: bool,
-    /// The fraction that caused the last Down.
-    last_down_frac: f64,
-    /// The next re-probe increment, while re-probing after a memory clear.
-    reprobe: Option<f64>,
-    /// The offer of the most recent clean verdict.
-    last_clean: Option<f64>,
-    /// `last_clean` as it was at the last Down.
-    clean_before_down: Option<f64>,
-    /// Set by an additive Up until its first verdict: the offer it left.
-    additive_from: Option<f64>,
-    /// Set by any Up until its first verdict.
-    fresh_up: bool,
-    /// Set by a retreat until its first verdict.
-    retreated: bool,
-    /// Set by a Down, cleared by an Up or a clean verdict: further Downs
-    /// belong to the same congestion episode.
-    in_episode: bool,
-    /// Consecutive clean verdicts at the current offer.
-    clean_run: u32,
-    /// Set by a Down on an unprovoked breach, until its settle window.
-    burst: Option<Burst>,
-    /// Consecutive verdicts at the current offer that were no breach.
-    calm_run: u32,
-    /// Consecutive dead-band verdicts at the current offer.
-    band_run: u32,
-    /// Clean verdicts the next additive probe waits for.
-    dwell: u32,
-    /// Attempts of the clean verdicts at the current offer.
-    clean_attempts: f64,
-    /// The last failed additive probe: the offer it started from, and the
-    /// clean attempts a probe from there (or higher) waits for: its
-    /// failures over `high`.
-    owed: Option<(f64, f64)>,
-    /// The opening slow start's gain from [`SLOW_START_DOUBLING_BELOW`] on.
-    opening_gain: f64,
-    /// The best lower confidence bound seen of the successes per unit of
-    /// offer per window, over clean verdicts.
-    best_yield: f64,
-    /// The profile's numbers.
-    tunables: Tunables,
-}
-
-impl Default for RobustState {
-    fn default() -> Self {
-        RobustState::new(None)
-    }
-}
-
-impl RobustState {
-    /// A fresh memory under `tunables` (`None`, for the seed profile,
-    /// which never reads it: robust's).
-    pub fn new(tunables: Option<Tunables>) -> Self {
-        RobustState {
-            pool_attempts: 0.0,
-            pool_failures: 0.0,
-            pool_windows: 0,
-            offer_attempts: 0.0,
-            offer_failures: 0.0,
-            offer_recent: [(0.0, 0.0); BREACH_WINDOWS],
-            offer_len: 0,
-            settle: false,
-            last_down_frac: 0.0,
-            reprobe: None,
-            last_clean: None,
-            clean_before_down: None,
-            additive_from: None,
-            fresh_up: false,
-            retreated: false,
-            in_episode: false,
-            clean_run: 0,
-            burst: None,
-            calm_run: 0,
-            band_run: 0,
-            dwell: 1,
-            clean_attempts: 0.0,
-            owed: None,
-            opening_gain: SLOW_START_GAIN,
-            best_yield: 0.0,
-            tunables: tunables.unwrap_or(Tunables::ROBUST),
-        }
-    }
-
-    fn empty_pool(&mut self) {
-        self.pool_attempts = 0.0;
-        self.pool_failures = 0.0;
-        self.pool_windows = 0;
-    }
-
-    fn moved(&mut self) {
-        self.calm_run = 0;
-        self.band_run = 0;
-        self.empty_pool();
-        self.offer_attempts = 0.0;
-        self.offer_failures = 0.0;
-        self.offer_len = 0;
-        self.clean_run = 0;
-        self.clean_attempts = 0.0;
-    }
-
-    fn probe_failed(&mut self) {
-        self.dwell = (self.dwell * 2).min(MAX_DWELL);
-    }
-}
-
-/// `ln(n!)`: exact below 20, else Stirling's series (error below 1e-12).
-fn ln_factorial(n: f64) -> f64 {
-    if n < 20.0 {
-        let mut acc = 0.0;
-        let mut k = 2.0;
-        while k <= n {
-            acc += f64::ln(k);
-            k += 1.0;
-        }
-        return acc;
-    }
-    let (x2, x3) = (n * n, n * n * n);
-    n * n.ln() - n + 0.5 * (2.0 * std::f64::consts::PI * n).ln() + 1.0 / (12.0 * n)
-        - 1.0 / (360.0 * x3)
-        + 1.0 / (1260.0 * x3 * x2)
-}
-
-/// `P(X >= failures)` for `X ~ Binomial(attempts, p)`: the exact upper tail.
-///
-/// The sum starts at the probability mass at `failures` and walks away from
-/// the mean (up for the tail, or down for its complement when `failures` is
-/// below the mean) until the terms vanish, so its cost grows with the
-/// spread of the distribution, not with the number of failures. Counts are
-/// rounded to whole numbers; `p` must lie in (0, 1).
-pub fn binomial_tail(failures: f64, attempts: f64, p: f64) -> f64 {
-    let n = attempts.round().max(0.0);
-    let f = failures.round().clamp(0.0, n);
-    if f <= 0.0 {
-        return 1.0;
-    }
-    let ratio = p / (1.0 - p);
-    let ln_pmf = |k: f64| {
-        ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k)
-            + k * p.ln()
-            + (n - k) * (1.0 - p).ln()
-    };
-    if f > n * p {
-        // Σ_{k >= f} pmf(k), decreasing from k = f.
-        let (mut k, mut term, mut sum) = (f, ln_pmf(f).exp(), 0.0);
-        while term > 0.0 && term >= sum * 1e-17 {
-            sum += term;
-            if k >= n {
-                break;
-            }
-            term *= (n - k) / (k + 1.0) * ratio;
-            k += 1.0;
-        }
-        sum.min(1.0)
-    } else {
-        // 1 - Σ_{k < f} pmf(k), decreasing from k = f - 1.
-        let (mut k, mut term, mut sum) = (f - 1.0, ln_pmf(f - 1.0).exp(), 0.0);
-        while term > 0.0 && term >= sum * 1e-17 {
-            sum += term;
-            if k <= 0.0 {
-                break;
-            }
-            term *= k / (n - k + 1.0) / ratio;
-            k -= 1.0;
-        }
-        (1.0 - sum).max(0.0)
-    }
-}
-
-/// Whether `failures` of `attempts` show, at significance
-/// [`EVIDENCE_ALPHA`], a failure probability above `high` (a one-sided
-/// exact binomial test).
-pub fn significant_breach(failures: f64, attempts: f64, high: f64) -> bool {
-    significantly_above(failures, attempts, high)
-}
-
-/// Whether `failures` of `attempts` show, at significance
-/// [`EVIDENCE_ALPHA`], a failure probability above `level`.
-pub fn significantly_above(failures: f64, attempts: f64, level: f64) -> bool {
-    attempts > 0.0
-        && failures / attempts > level
-        && binomial_tail(failures, attempts, level) <= EVIDENCE_ALPHA
-}
-
-/// What the evidence says about the current offer.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Judgement {
-    /// A significant breach, at this failure fraction.
-    Breach(f64),
-    /// Neither clean nor a significant breach, at this fraction.
-    Band(f64),
-    /// Below `low`, at this fraction.
-    Clean(f64),
-}
-
-impl Judgement {
-    fn frac(self) -> f64 {
-        match self {
-            Judgement::Breach(f) | Judgement::Band(f) | Judgement::Clean(f) => f,
-        }
-    }
-}
-
-/// Where a window's evidence stands.
-enum Verdict {
-    /// Decide on this judgement (of a pool, or of a settle window).
-    Decide {
-        judgement: Judgement,
-        evidence: Option<Evidence>,
-    },
-    /// Hold with this reason; nothing else changes.
-    Hold(HoldReason),
-    /// The settle window after a Down on a burst: the failures did not
-    /// fall with the offer, or vanished at once. Return to the offer
-    /// before the burst, with the memory as it was.
-    /// `true` when the failures were seen not to fall: the burst may go on,
-    /// and its next window is tested again.
-    BurstOver(Burst, bool),
-}
-
-/// A Down on a breach that came without more load, pending its test.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Burst {
-    /// The offer before the Down.
-    from: f64,
-    /// The breach's fraction.
-    frac: f64,
-    /// `last_bad` and the clean streak before the Down.
-    last_bad: Option<f64>,
-    clean_streak: u32,
-}
-
-/// What the robust decision does besides the raw decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Move {
-    /// The default rules' decision.
-    Plain,
-    /// An additive Up (probe or re-probe).
-    Additive,
-    /// A failed additive probe, undone.
-    Retreat,
-    /// A step down out of a lasting dead band.
-    Settle,
-}
+use super::{
+    memory_clear_step, no_traffic, Decision, HoldReason, Outcome, Signal, Threshold,
+    ThrottleGovernor,
+};
+#[cfg(test)]
+use evidence::{ln_factorial, significant_breach, significantly_above};
+use state::{Burst, Judgement, Move, Verdict};
 
 impl ThrottleGovernor {
     /// The offer changed from outside: the pooled evidence and the pending
@@ -540,26 +221,6 @@ impl ThrottleGovernor {
         self.robust.fresh_up = false;
     }
 
-    /// Whether a clean verdict's `successes` over `work` (the offer times
-    /// the windows pooled) fall significantly (three standard deviations,
-    /// counts taken as Poisson) below [`PLATEAU_SHARE`] of the best yield
-    /// seen: the offer grew past what the target completes, so more of it
-    /// would add waiting, not goodput. Also folds this verdict's yield (a
-    /// lower bound, two standard deviations down) into the best.
-    fn plateau(&mut self, successes: f64, work: f64) -> bool {
-        if work <= 0.0 {
-            return false;
-        }
-        let expected = PLATEAU_SHARE * self.robust.best_yield * work;
-        let plateau = expected > 0.0 && successes < expected - 3.0 * expected.sqrt();
-        if successes > 0.0 {
-            let lower = (successes - 2.0 * successes.sqrt()) / work;
-            self.robust.best_yield = self.robust.best_yield.max(lower);
-        }
-        plateau
-    }
-
-    /// [`ThrottleGovernor::step`] under the `robust` profile.
     pub(super) fn step_robust(&mut self, attempts: f64, failures: f64) -> Outcome {
         let p = self.params;
         if attempts <= 0.0 {
@@ -570,7 +231,7 @@ impl ThrottleGovernor {
             attempts,
             failures,
             frac: Some(window_frac),
-            threshold: Some(threshold(window_frac, p.high, p.low)),
+            threshold: Some(Threshold::of(window_frac, p.low, p.high)),
         };
 
         let verdict = if std::mem::take(&mut self.robust.settle) {
@@ -704,8 +365,6 @@ impl ThrottleGovernor {
                     }
                     _ => None,
                 };
-                self.state.last_bad = Some(bad);
-                self.state.current = to;
                 self.robust.moved();
                 self.robust.settle = true;
                 self.robust.last_down_frac = frac;
@@ -714,23 +373,10 @@ impl ThrottleGovernor {
                     self.robust.clean_before_down = self.robust.last_clean;
                 }
                 self.robust.in_episode = true;
-                self.outcome(
-                    decision,
-                    from,
-                    to,
-                    Some(Mode::BackingOff),
-                    None,
-                    signal,
-                    memory_cleared,
-                )
+                self.back_off(from, to, bad, signal, memory_cleared)
             }
             Decision::Up(to) => {
-                let mode = match self.state.last_bad {
-                    None => Mode::Climbing,
-                    Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
-                    Some(_) => Mode::Probing,
-                };
-                self.state.current = to;
+                let outcome = self.move_up(from, to, signal, memory_cleared);
                 self.robust.moved();
                 self.robust.in_episode = false;
                 if kind == Move::Additive {
@@ -747,7 +393,7 @@ impl ThrottleGovernor {
                 if let Some(inc) = self.robust.reprobe.as_mut() {
                     *inc *= 2.0;
                 }
-                self.outcome(decision, from, to, Some(mode), None, signal, memory_cleared)
+                outcome
             }
             Decision::Hold => {
                 let reason = match judgement {
@@ -761,31 +407,6 @@ impl ThrottleGovernor {
         };
         outcome.evidence = evidence;
         outcome
-    }
-
-    /// The settle window right after a Down: a burst's test, or a Down on
-    /// a significant breach worse than the one that caused the Down, else a
-    /// hold.
-    fn settle(&mut self, attempts: f64, failures: f64) -> Verdict {
-        let p = self.params;
-        let frac = failures / attempts;
-        if let Some(burst) = self.robust.burst.take() {
-            // Congestion answers a lower offer with fewer failures; a burst
-            // does not care, and a one-window burst is simply over.
-            if frac < p.low {
-                return Verdict::BurstOver(burst, false);
-            }
-            if frac >= BURST_NOT_FALLING * burst.frac {
-                return Verdict::BurstOver(burst, true);
-            }
-        }
-        if significant_breach(failures, attempts, p.high) && frac > self.robust.last_down_frac {
-            return Verdict::Decide {
-                judgement: Judgement::Breach(frac),
-                evidence: None,
-            };
-        }
-        Verdict::Hold(HoldReason::Settling)
     }
 
     /// Returns to the offer before a burst's Down, with the memory as it
@@ -802,207 +423,14 @@ impl ThrottleGovernor {
         let Decision::Up(to) = decision else {
             return self.hold(HoldReason::Settling, Some(signal), false);
         };
-        let mode = match self.state.last_bad {
-            None => Mode::Climbing,
-            Some(bad) if to < 0.75 * bad => Mode::Reclimbing,
-            Some(_) => Mode::Probing,
-        };
-        self.state.current = to;
+        let outcome = self.move_up(from, to, signal, false);
         self.robust.moved();
         if ongoing {
             // A burst shown not to follow the offer: its next window at the
             // old offer is tested again, not taken as congestion.
             self.robust.calm_run = BURST_STEADY;
         }
-        self.outcome(decision, from, to, Some(mode), None, signal, false)
-    }
-
-    /// Adds a window to the pools and says whether they give a verdict.
-    fn pool(&mut self, attempts: f64, failures: f64) -> Verdict {
-        let p = self.params;
-        let r = &mut self.robust;
-        r.pool_attempts += attempts;
-        r.pool_failures += failures;
-        r.pool_windows += 1;
-        // The breach test looks at recent windows at this offer, not at
-        // every window since the last move: early clean windows must not
-        // hide failures that are rising now.
-        let slot = r.offer_len % BREACH_WINDOWS;
-        r.offer_recent[slot] = (attempts, failures);
-        r.offer_len += 1;
-        let filled = r.offer_len.min(BREACH_WINDOWS);
-        r.offer_attempts = r.offer_recent[..filled].iter().map(|w| w.0).sum();
-        r.offer_failures = r.offer_recent[..filled].iter().map(|w| w.1).sum();
-        if significant_breach(failures, attempts, p.high) {
-            return Verdict::Decide {
-                judgement: Judgement::Breach(failures / attempts),
-                evidence: None,
-            };
-        }
-        let (n, f) = (r.pool_attempts, r.pool_failures);
-        let evidence = (r.pool_windows > 1).then_some(Evidence {
-            attempts: n,
-            failures: f,
-            windows: r.pool_windows,
-        });
-        if significant_breach(r.offer_failures, r.offer_attempts, p.high) {
-            let judgement = Judgement::Breach(r.offer_failures / r.offer_attempts);
-            let evidence = Some(Evidence {
-                attempts: r.offer_attempts,
-                failures: r.offer_failures,
-                windows: r.pool_windows,
-            })
-            .filter(|_| r.offer_attempts > attempts);
-            return Verdict::Decide {
-                judgement,
-                evidence,
-            };
-        }
-        if n * p.low >= 1.0 {
-            let frac = f / n;
-            let judgement = if frac < p.low {
-                Judgement::Clean(frac)
-            } else if r.retreated && significantly_above(f, n, p.low) {
-                // Back at an offer that was clean, and clearly not clean any
-                // more: state left by the probe (retries, a backlog) keeps
-                // failing. Only a real back-off drains it.
-                Judgement::Breach(frac)
-            } else {
-                Judgement::Band(frac)
-            };
-            return Verdict::Decide {
-                judgement,
-                evidence,
-            };
-        }
-        // Slow start climbs on one clean window, as fast as the default;
-        // the thin failures pooled before it were inconclusive.
-        if self.state.last_bad.is_none() && failures / attempts < p.low {
-            return Verdict::Decide {
-                judgement: Judgement::Clean(failures / attempts),
-                evidence: None,
-            };
-        }
-        Verdict::Hold(HoldReason::Gathering)
-    }
-
-    /// Step 4 under the robust rules: the default [`decide`] plus the
-    /// retreat, the known-clean reclimb, the probe dwell and the re-probe.
-    fn robust_decide(
-        &self,
-        judgement: Judgement,
-        from: f64,
-        additive_from: Option<f64>,
-        fresh_up: bool,
-        plateau: bool,
-    ) -> (Decision, Move) {
-        let p = self.params;
-        let r = &self.robust;
-        match judgement {
-            Judgement::Breach(frac) => {
-                let target = (from * (1.0 - frac).clamp(0.25, 0.9)).max(p.floor);
-                // A failed additive Up goes back no further than where it
-                // started: that offer was just judged clean.
-                let (target, kind) = match additive_from {
-                    Some(start) if start < from && start > target => (start, Move::Retreat),
-                    _ => (target, Move::Plain),
-                };
-                // The opening slow start's overshoot goes back no further
-                // than its last offer judged clean.
-                let (target, kind) = match (self.state.last_bad, r.reprobe, r.last_clean) {
-                    (None, None, Some(clean)) if fresh_up && clean < from && clean > target => {
-                        (clean, Move::Retreat)
-                    }
-                    _ => (target, kind),
-                };
-                let d = if target < from {
-                    Decision::Down(target)
-                } else {
-                    Decision::Hold
-                };
-                return (d, kind);
-            }
-            Judgement::Band(f) if f <= BAND_RETREAT_ABOVE * p.high => {
-                // Failing a little for good costs failures without goodput
-                // on a target that rejects the excess: after a while in the
-                // band, step down by one probe.
-                if r.band_run >= BAND_PATIENCE {
-                    let step = self.state.last_bad.map_or(1.0, |b| (0.02 * b).max(1.0));
-                    let target = (from - step).max(p.floor);
-                    if target < from {
-                        return (Decision::Down(target), Move::Settle);
-                    }
-                }
-                return (Decision::Hold, Move::Plain);
-            }
-            Judgement::Band(_) => {
-                return match additive_from {
-                    Some(start) if start < from => {
-                        (Decision::Down(start.max(p.floor)), Move::Retreat)
-                    }
-                    // A larger Up that lands in the dead band backs off by
-                    // the default's smallest step.
-                    None if fresh_up => (
-                        Decision::Down((from * BAND_BACK_OFF).max(p.floor)),
-                        Move::Retreat,
-                    ),
-                    _ => (Decision::Hold, Move::Plain),
-                };
-            }
-            Judgement::Clean(_) => {}
-        }
-        if from >= p.ceiling || plateau {
-            return (Decision::Hold, Move::Plain);
-        }
-        let (target, kind) = match (self.state.last_bad, r.reprobe) {
-            // The opening slow start: the default's doubling while the
-            // offer is small, then a gain that shrinks with every Up.
-            (None, None) if from < SLOW_START_DOUBLING_BELOW => {
-                ((from * 2.0).max(from + 1.0), Move::Plain)
-            }
-            (None, None) => ((from * (1.0 + r.opening_gain)).max(from + 1.0), Move::Plain),
-            // Re-probing after a memory clear.
-            (None, Some(inc)) => ((from * 2.0).max(from + 1.0).min(from + inc), Move::Additive),
-            (Some(bad), _) => {
-                let mut safe = (0.75 * bad).max(p.floor);
-                if let Some(clean) = r.clean_before_down {
-                    safe = safe.min(clean.max(p.floor));
-                }
-                let fast = (from * 1.5).min(safe);
-                let probe = from + (0.02 * bad).max(1.0);
-                // A probe back up to an offer that failed waits until it
-                // has paid for the last one.
-                let paid = match r.owed {
-                    Some((at, owed)) if self.at_or_above(from, at) || probe > at => {
-                        r.clean_attempts >= owed || r.clean_run >= r.tunables.max_cost_dwell
-                    }
-                    _ => true,
-                };
-                if fast > from {
-                    (fast, Move::Plain)
-                } else if r.clean_run >= r.dwell && paid {
-                    (probe, Move::Additive)
-                } else {
-                    return (Decision::Hold, Move::Plain);
-                }
-            }
-        };
-        let target = target.min(p.ceiling);
-        if target > from {
-            (Decision::Up(target), kind)
-        } else {
-            (Decision::Hold, Move::Plain)
-        }
-    }
-}
-
-fn threshold(frac: f64, high: f64, low: f64) -> Threshold {
-    if frac > high {
-        Threshold::High(high)
-    } else if frac < low {
-        Threshold::Low(low)
-    } else {
-        Threshold::Band(low, high)
+        outcome
     }
 }
 

@@ -102,7 +102,7 @@ fn evidence_table(t: &TargetReport) -> String {
         .map(|b| {
             format!(
                 "<th>{} (median of windows)</th>",
-                crate::governor::latency::quantile_name(b.quantile)
+                crate::governor::latency_bound::quantile_name(b.quantile)
             )
         })
         .unwrap_or_default();
@@ -125,7 +125,7 @@ fn evidence_table(t: &TargetReport) -> String {
                 "<td class=\"{}\">{}</td>",
                 if ok { "ok" } else { "bad" },
                 l.latency_secs
-                    .map(crate::governor::latency::seconds)
+                    .map(crate::governor::latency_bound::seconds)
                     .unwrap_or("&mdash;".into())
             ),
             (Some(_), None) => "<td>&mdash;</td>".into(),
@@ -261,8 +261,8 @@ fn latency_chart(t: &TargetReport) -> String {
         * 1.15;
     let x = |s: f64| pad + pw * s / tmax;
     let y = |v: f64| pad + ph * (1.0 - (v / lmax).clamp(0.0, 1.0));
-    let q = crate::governor::latency::quantile_name(b.quantile);
-    let secs = crate::governor::latency::seconds;
+    let q = crate::governor::latency_bound::quantile_name(b.quantile);
+    let secs = crate::governor::latency_bound::seconds;
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"latency-{}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"window latency {q} against its bound\">\n",
         esc(&t.name)

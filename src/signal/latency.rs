@@ -5,7 +5,7 @@
 //! Why it exists: `[targets.latency]` needs one read per window, taken with
 //! the counters, bounded in time and turned into a bounded error on any
 //! failure, like every other signal read. The windowing itself (bucket
-//! deltas, resets) is pure and lives in `crate::latency`.
+//! deltas, resets) is pure and lives in `crate::window::quantiles`.
 
 use std::fmt;
 use std::time::Duration;
@@ -15,9 +15,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 use super::http::fetch_text;
 use super::promql::parse_answer;
 use super::{BoxFuture, SignalError};
-use crate::latency::{Buckets, LatencySample};
 use crate::promtext::exposition::{for_each_sample, Limits};
 use crate::promtext::selector::Selector;
+use crate::window::{Buckets, LatencySample};
 
 /// Where a target's latency quantile comes from: one implementation per
 /// source (histogram scrape, PromQL, Locust).
@@ -239,7 +239,7 @@ macro_rules! latency_source {
                 &self,
             ) -> $crate::signal::BoxFuture<
                 '_,
-                Result<$crate::latency::LatencySample, $crate::signal::SignalError>,
+                Result<$crate::window::LatencySample, $crate::signal::SignalError>,
             > {
                 Box::pin(<$ty>::read(self))
             }

@@ -19,7 +19,7 @@ use clap::ValueEnum;
 use prometheus_client::metrics::counter::Counter;
 use tracing::info;
 
-use crate::governor::latency::seconds;
+use crate::governor::latency_bound::seconds;
 use crate::governor::{pct, Control, Outcome};
 
 /// `--log-format`

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::governor::{Control, Decision, Profile};
-use crate::telemetry::export::Event;
+use crate::governor::{Control, Decision, HoldReason, Profile};
+use crate::telemetry::export::{Event, MemberChange};
 
 fn params(ceiling: f64) -> Params {
     Params::new(
@@ -508,7 +508,7 @@ fn tiny_samples_bring_one_profile_advice_under_the_default_only() {
 
 mod latency_bound {
     use super::*;
-    use crate::latency::{Buckets, LatencySample};
+    use crate::window::{Buckets, LatencySample};
 
     /// A cumulative histogram with `fast` observations under 0.1 s and
     /// `slow` in (0.1, 1] s.

@@ -2,7 +2,7 @@
 //! sequence, beside what the default rules do with the same windows, so
 //! every test fails if the rule is removed.
 
-use super::super::{Control, Decision, HoldReason, Params, Profile, ThrottleGovernor};
+use super::super::{Control, Decision, Evidence, HoldReason, Params, Profile, ThrottleGovernor};
 use super::*;
 
 /// A robust rate governor (no rounding) at `current` with `last_bad`.

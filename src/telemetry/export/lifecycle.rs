@@ -107,9 +107,9 @@ impl Exporter {
                         .inc_by(0);
                 }
                 info!(target = %name, "{name}: latency bound {} <= {} (clean below {}); a window climbs only when both failures and latency are clean",
-                    crate::governor::latency::quantile_name(b.quantile),
-                    crate::governor::latency::seconds(b.bound_secs),
-                    crate::governor::latency::seconds(b.low_secs));
+                    crate::governor::latency_bound::quantile_name(b.quantile),
+                    crate::governor::latency_bound::seconds(b.bound_secs),
+                    crate::governor::latency_bound::seconds(b.low_secs));
                 self.update(|s| s.latency = Some(b));
             }
             Event::Advice(text) => {

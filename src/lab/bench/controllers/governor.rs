@@ -7,7 +7,7 @@
 //! What it may touch: [`crate::governor`] and [`crate::report::live`]; no I/O, no clock.
 
 use super::{Controller, LatencyBound, WindowResult};
-use crate::governor::latency::LatencyWindow;
+use crate::governor::latency_bound::LatencyWindow;
 use crate::governor::{Outcome, Params, Profile, ThrottleGovernor};
 use crate::report::live::LiveCapacity;
 use crate::report::SteadyRule;

@@ -49,7 +49,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::governor::latency::DEFAULT_LOW_FRACTION;
+use crate::governor::latency_bound::DEFAULT_LOW_FRACTION;
 use crate::governor::{Params, Profile};
 pub use aimd::{Aimd, AIMD_BACKOFF};
 pub use cubic::{Cubic, CUBIC_BETA, CUBIC_C};

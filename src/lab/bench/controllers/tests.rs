@@ -202,7 +202,7 @@ fn governor_controller_is_the_real_governor() {
 
 #[test]
 fn the_latency_governor_steps_with_the_latency_bound() {
-    use crate::governor::latency::LatencyWindow;
+    use crate::governor::latency_bound::LatencyWindow;
     let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, HIGH, None).unwrap();
     let mut g = Governor::new(p, Profile::Seed).with_latency(LatencyBound::bench());
     let mut reference = ThrottleGovernor::new(p);

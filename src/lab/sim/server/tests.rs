@@ -103,7 +103,7 @@ fn rate_caps_the_offer() {
 
 #[test]
 fn queueing_exports_a_latency_histogram_that_reads_back_its_p99() {
-    use crate::latency::Buckets;
+    use crate::window::Buckets;
     let cfg = SimConfig::new(ModelConfig::new(ModelKind::Queueing, 100.0));
     let sim = Sim::new(&cfg).unwrap();
     // Twice capacity: L = 2 base = 20 ms at 100 ms ticks and a = 10;

@@ -9,8 +9,8 @@
 //! exactly (a property test holds it to that).
 //!
 //! What it may touch: only its parent, [`crate::governor`]; no clock and no
-//! I/O. The windowed quantile comes from the caller (the top-level `latency`
-//! module forms it from the same window as the failure fraction).
+//! I/O. The windowed quantile comes from the caller ([`crate::window::quantiles`]
+//! forms it from the same window as the failure fraction).
 //!
 //! # The rules (a window with traffic, latency bound set)
 //! Let `obs` be the window's latency quantile, `bound` the bound and `lat_low`
@@ -50,15 +50,18 @@
 
 use serde::Serialize;
 
-use super::{Decision, HoldReason, Mode, Outcome, Signal, Threshold, ThrottleGovernor};
+use super::{
+    back_off_factor, probe_step, Decision, HoldReason, Mode, Outcome, Signal, Threshold,
+    ThrottleGovernor,
+};
 
 /// The default clean level of a latency bound, as a fraction of the bound.
 pub const DEFAULT_LOW_FRACTION: f64 = 0.8;
 
 /// The clamp of the latency back-off factor (the seed's).
-pub const FACTOR_MIN: f64 = 0.25;
+pub(crate) const FACTOR_MIN: f64 = 0.25;
 /// See [`FACTOR_MIN`].
-pub const FACTOR_MAX: f64 = 0.9;
+pub(crate) const FACTOR_MAX: f64 = 0.9;
 
 /// A latency bound and one window's quantile against it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -92,7 +95,7 @@ pub struct LatencySignal {
 }
 
 /// The back-off factor for a latency breach: `clamp(bound / obs, 0.25, 0.9)`.
-pub fn latency_factor(bound: f64, observed: f64) -> f64 {
+pub(crate) fn latency_factor(bound: f64, observed: f64) -> f64 {
     (bound / observed).clamp(FACTOR_MIN, FACTOR_MAX)
 }
 
@@ -177,7 +180,7 @@ impl ThrottleGovernor {
             let obs = lat.observed.unwrap_or(lat.bound);
             let f_lat = latency_factor(lat.bound, obs);
             let f_fail = if fail_breach {
-                (1.0 - frac).clamp(0.25, 0.9)
+                back_off_factor(frac)
             } else {
                 1.0
             };
@@ -236,7 +239,7 @@ impl ThrottleGovernor {
         let p = self.params;
         let from = self.state.current;
         let bad = self.state.last_bad;
-        let step = (0.02 * bad.unwrap_or(from)).max(1.0);
+        let step = probe_step(bad.unwrap_or(from));
         let raw = Decision::Up((from + step).min(p.ceiling));
         let Decision::Up(to) = p.round(self.exact_up(raw, from), from) else {
             return None;
@@ -250,12 +253,11 @@ impl ThrottleGovernor {
             self.robust_offer_changed();
         }
         let signal = self.signal_of(attempts, failures);
-        let o = self.outcome(
+        let o = self.movement(
             Decision::Up(to),
             from,
             to,
-            Some(Mode::Probing),
-            None,
+            Mode::Probing,
             signal,
             memory_cleared,
         );
@@ -275,21 +277,12 @@ impl ThrottleGovernor {
         let decision = self.params.round(raw, from);
         let o = match decision {
             Decision::Down(to) => {
-                self.state.last_bad = Some(from);
-                self.state.current = to;
+                let o = self.back_off(from, to, from, signal, memory_cleared);
                 self.last_up = None;
                 if self.profile.robust_tunables().is_some() {
                     self.robust_offer_changed();
                 }
-                self.outcome(
-                    decision,
-                    from,
-                    to,
-                    Some(Mode::BackingOff),
-                    None,
-                    signal,
-                    memory_cleared,
-                )
+                o
             }
             _ => self.hold(HoldReason::AtFloor, Some(signal), memory_cleared),
         };
@@ -297,15 +290,7 @@ impl ThrottleGovernor {
     }
 
     fn annotate(&self, mut o: Outcome, lat: LatencyWindow, drove: bool) -> Outcome {
-        let threshold = lat.observed.map(|v| {
-            if v > lat.bound {
-                Threshold::High(lat.bound)
-            } else if v < lat.low {
-                Threshold::Low(lat.low)
-            } else {
-                Threshold::Band(lat.low, lat.bound)
-            }
-        });
+        let threshold = lat.observed.map(|v| Threshold::of(v, lat.low, lat.bound));
         o.latency = Some(LatencySignal {
             quantile: lat.quantile,
             observed: lat.observed,
@@ -319,227 +304,4 @@ impl ThrottleGovernor {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::governor::{Control, Params, Profile};
-    use proptest::prelude::*;
-
-    fn gov(ceiling: f64) -> ThrottleGovernor {
-        let p = Params::new(Control::Concurrency, Some(ceiling), 1.0, None, 0.05, None).unwrap();
-        ThrottleGovernor::new(p)
-    }
-
-    fn lat(observed: Option<f64>) -> Option<LatencyWindow> {
-        Some(LatencyWindow {
-            quantile: 0.99,
-            observed,
-            bound: 0.25,
-            low: 0.2,
-        })
-    }
-
-    #[test]
-    fn a_latency_breach_backs_off_in_proportion_and_names_latency() {
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        // 0.3125 s against 0.25 s: factor 0.8 -> 32.
-        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.3125)));
-        assert_eq!(o.decision, Decision::Down(32.0));
-        assert_eq!(o.mode, Some(Mode::BackingOff));
-        assert_eq!(o.last_bad, Some(40.0));
-        let l = o.latency.unwrap();
-        assert!(l.drove);
-        assert_eq!(l.threshold, Some(Threshold::High(0.25)));
-        // Far over the bound: clamped at 0.25.
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        let o = g.step_with_latency(1000.0, 0.0, lat(Some(5.0)));
-        assert_eq!(o.decision, Decision::Down(10.0));
-        // Just over: clamped at 0.9 (and integer rounding lowers strictly).
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.251)));
-        assert_eq!(o.decision, Decision::Down(36.0));
-    }
-
-    #[test]
-    fn the_more_severe_breach_drives_the_back_off() {
-        // frac 0.5 (factor 0.5) beats latency 0.3 s (factor 0.83).
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        let o = g.step_with_latency(100.0, 50.0, lat(Some(0.3)));
-        assert_eq!(o.decision, Decision::Down(20.0));
-        assert!(!o.latency.unwrap().drove);
-        // frac 0.07 (factor 0.9) loses to latency 1 s (factor 0.25).
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        let o = g.step_with_latency(100.0, 7.0, lat(Some(1.0)));
-        assert_eq!(o.decision, Decision::Down(10.0));
-        assert!(o.latency.unwrap().drove);
-    }
-
-    #[test]
-    fn only_a_window_clean_on_both_signals_climbs() {
-        let mut g = gov(100.0);
-        g.set_current(8.0);
-        let o = g.step_with_latency(100.0, 0.0, lat(Some(0.1)));
-        assert_eq!(o.decision, Decision::Up(16.0));
-        // In the band with no breach seen, the band approaches the bound.
-        let o = g.step_with_latency(100.0, 0.0, lat(Some(0.22)));
-        assert_eq!(o.decision, Decision::Up(17.0));
-        assert_eq!(o.mode, Some(Mode::Probing));
-        assert!(o.latency.unwrap().drove);
-        let o = g.step_with_latency(100.0, 0.0, lat(None));
-        assert_eq!(o.reason, Some(HoldReason::NoLatency));
-        // The failures' dead band is still the failures' hold.
-        let o = g.step_with_latency(100.0, 3.0, lat(Some(0.1)));
-        assert_eq!(o.reason, Some(HoldReason::DeadBand));
-        assert!(!o.latency.unwrap().drove);
-    }
-
-    /// Issue 26: the band approaches the bound one step at a time until the
-    /// first breach, then holds one step under the offer that breached, so
-    /// the figure is the highest offer within the bound, wherever slow
-    /// start entered the band.
-    #[test]
-    fn the_band_approaches_the_bound_then_holds_under_the_breach() {
-        for robust in [false, true] {
-            let p = Params::new(Control::Concurrency, Some(100.0), 1.0, None, 0.05, None).unwrap();
-            let profile = if robust {
-                Profile::Robust
-            } else {
-                Profile::Seed
-            };
-            let mut g = ThrottleGovernor::with_profile(p, profile);
-            g.set_current(16.0);
-            // A queue whose p99 crosses the bound (0.25 s) above 21.
-            let p99 = |n: f64| 0.2 + (n - 16.0) * 0.01;
-            let mut offers = vec![g.state().current];
-            for _ in 0..30 {
-                let n = g.state().current;
-                g.step_with_latency(1000.0, 0.0, lat(Some(p99(n))));
-                offers.push(g.state().current);
-            }
-            // 16 .. 21 in the band (0.20 .. 0.25 s), 22 over (0.26 s).
-            assert_eq!(
-                &offers[..7],
-                &[16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0],
-                "{profile:?}"
-            );
-            assert_eq!(g.state().last_bad, Some(22.0), "{profile:?}");
-            // Backed off by bound / obs (0.25 / 0.26, clamped at 0.9) to 19,
-            // then up the band to 21, one under the breach, and held there.
-            let tail = &offers[offers.len() - 10..];
-            assert!(tail.iter().all(|&o| o == 21.0), "{profile:?}: {offers:?}");
-        }
-    }
-
-    #[test]
-    fn the_band_holds_where_the_next_step_reaches_last_bad() {
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        g.step_with_latency(1000.0, 0.0, lat(Some(0.3125)));
-        assert_eq!(g.state().last_bad, Some(40.0));
-        g.set_current(39.0);
-        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.22)));
-        assert_eq!(o.decision, Decision::Hold);
-        assert_eq!(o.reason, Some(HoldReason::LatencyBand));
-        g.set_current(37.0);
-        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.22)));
-        assert_eq!(o.decision, Decision::Up(38.0));
-        // Failures in their dead band never probe.
-        g.set_current(37.0);
-        let o = g.step_with_latency(1000.0, 30.0, lat(Some(0.22)));
-        assert_eq!(o.reason, Some(HoldReason::DeadBand));
-    }
-
-    #[test]
-    fn a_failure_breach_backs_off_even_without_a_quantile() {
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        let o = g.step_with_latency(100.0, 50.0, lat(None));
-        assert_eq!(o.decision, Decision::Down(20.0));
-    }
-
-    #[test]
-    fn latency_breaches_set_the_memory_and_only_clean_windows_clear_it() {
-        let mut g = gov(100.0);
-        g.set_current(40.0);
-        g.step_with_latency(1000.0, 0.0, lat(Some(0.3125)));
-        assert_eq!(g.state().last_bad, Some(40.0));
-        g.set_current(40.0);
-        // Latency in its band at last_bad: no evidence, the streak resets.
-        g.step_with_latency(1000.0, 0.0, lat(Some(0.22)));
-        assert_eq!(g.state().clean_streak, 0);
-        for _ in 0..2 {
-            g.set_current(40.0);
-            g.step_with_latency(1000.0, 0.0, lat(Some(0.1)));
-        }
-        assert_eq!(g.state().clean_streak, 2);
-        g.set_current(40.0);
-        let o = g.step_with_latency(1000.0, 0.0, lat(Some(0.1)));
-        assert!(o.memory_cleared);
-        assert_eq!(o.last_bad, None);
-    }
-
-    #[test]
-    fn at_the_floor_a_breach_holds() {
-        let mut g = gov(100.0);
-        let o = g.step_with_latency(100.0, 0.0, lat(Some(1.0)));
-        assert_eq!(o.reason, Some(HoldReason::AtFloor));
-    }
-
-    #[test]
-    fn names_and_units() {
-        assert_eq!(quantile_name(0.99), "p99");
-        assert_eq!(quantile_name(0.999), "p99.9");
-        assert_eq!(quantile_name(0.5), "p50");
-        assert_eq!(seconds(0.3125), "312.5ms");
-        assert_eq!(seconds(0.25), "250ms");
-        assert_eq!(seconds(1.5), "1.5s");
-    }
-
-    proptest! {
-        /// With no latency bound, every decision is today's, window by window.
-        #[test]
-        fn without_a_bound_decisions_are_unchanged(
-            robust in any::<bool>(),
-            windows in proptest::collection::vec((0.0f64..500.0, 0.0f64..1.0, proptest::option::of(1.0f64..200.0)), 1..80),
-        ) {
-            let p = Params::new(Control::Concurrency, Some(150.0), 1.0, None, 0.05, None).unwrap();
-            let profile = if robust { Profile::Robust } else { Profile::Seed };
-            let mut a = ThrottleGovernor::with_profile(p, profile);
-            let mut b = a.clone();
-            for (n, share, outside) in windows {
-                let n = n.floor();
-                let f = (n * share).floor();
-                if let Some(v) = outside {
-                    a.set_current(v);
-                    b.set_current(v);
-                }
-                let oa = a.step(n, f);
-                let ob = b.step_with_latency(n, f, None);
-                prop_assert_eq!(oa, ob);
-                prop_assert_eq!(a.state(), b.state());
-            }
-        }
-
-        /// With a bound that is never approached, decisions are today's too.
-        #[test]
-        fn a_bound_never_approached_changes_nothing(
-            windows in proptest::collection::vec((1.0f64..500.0, 0.0f64..1.0), 1..80),
-        ) {
-            let p = Params::new(Control::Concurrency, Some(150.0), 1.0, None, 0.05, None).unwrap();
-            let mut a = ThrottleGovernor::new(p);
-            let mut b = a.clone();
-            for (n, share) in windows {
-                let n = n.floor().max(1.0);
-                let f = (n * share).floor();
-                let oa = a.step(n, f);
-                let mut ob = b.step_with_latency(n, f, lat(Some(0.01)));
-                prop_assert!(ob.latency.take().is_some());
-                prop_assert_eq!(oa, ob);
-            }
-        }
-    }
-}
+mod tests;

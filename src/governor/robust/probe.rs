@@ -1,0 +1,124 @@
+//! Step 4 under the robust rules: from a verdict to a raw decision.
+//!
+//! Why it exists: this is where the `robust` layer departs from the seed's
+//! [`decide`](crate::governor::decide): the retreat of a failed probe, the
+//! step down out of a lasting dead band, the opening slow start that slows
+//! down, the re-probe after a memory clear, the known-clean reclimb, and the
+//! probe that waits (its dwell, and the cost a failed probe left owed). It
+//! only decides; [`super`] applies the decision to the memory.
+
+use super::state::{Judgement, Move};
+use super::tunables::{
+    BAND_BACK_OFF, BAND_PATIENCE, BAND_RETREAT_ABOVE, SLOW_START_DOUBLING_BELOW,
+};
+use crate::governor::{back_off_factor, probe_step, safe_zone_top, Decision, ThrottleGovernor};
+
+impl ThrottleGovernor {
+    /// retreat, the known-clean reclimb, the probe dwell and the re-probe.
+    pub(super) fn robust_decide(
+        &self,
+        judgement: Judgement,
+        from: f64,
+        additive_from: Option<f64>,
+        fresh_up: bool,
+        plateau: bool,
+    ) -> (Decision, Move) {
+        let p = self.params;
+        let r = &self.robust;
+        match judgement {
+            Judgement::Breach(frac) => {
+                let target = (from * back_off_factor(frac)).max(p.floor);
+                // A failed additive Up goes back no further than where it
+                // started: that offer was just judged clean.
+                let (target, kind) = match additive_from {
+                    Some(start) if start < from && start > target => (start, Move::Retreat),
+                    _ => (target, Move::Plain),
+                };
+                // The opening slow start's overshoot goes back no further
+                // than its last offer judged clean.
+                let (target, kind) = match (self.state.last_bad, r.reprobe, r.last_clean) {
+                    (None, None, Some(clean)) if fresh_up && clean < from && clean > target => {
+                        (clean, Move::Retreat)
+                    }
+                    _ => (target, kind),
+                };
+                let d = if target < from {
+                    Decision::Down(target)
+                } else {
+                    Decision::Hold
+                };
+                return (d, kind);
+            }
+            Judgement::Band(f) if f <= BAND_RETREAT_ABOVE * p.high => {
+                // Failing a little for good costs failures without goodput
+                // on a target that rejects the excess: after a while in the
+                // band, step down by one probe.
+                if r.band_run >= BAND_PATIENCE {
+                    let step = self.state.last_bad.map_or(1.0, probe_step);
+                    let target = (from - step).max(p.floor);
+                    if target < from {
+                        return (Decision::Down(target), Move::Settle);
+                    }
+                }
+                return (Decision::Hold, Move::Plain);
+            }
+            Judgement::Band(_) => {
+                return match additive_from {
+                    Some(start) if start < from => {
+                        (Decision::Down(start.max(p.floor)), Move::Retreat)
+                    }
+                    // A larger Up that lands in the dead band backs off by
+                    // the default's smallest step.
+                    None if fresh_up => (
+                        Decision::Down((from * BAND_BACK_OFF).max(p.floor)),
+                        Move::Retreat,
+                    ),
+                    _ => (Decision::Hold, Move::Plain),
+                };
+            }
+            Judgement::Clean(_) => {}
+        }
+        if from >= p.ceiling || plateau {
+            return (Decision::Hold, Move::Plain);
+        }
+        let (target, kind) = match (self.state.last_bad, r.reprobe) {
+            // The opening slow start: the default's doubling while the
+            // offer is small, then a gain that shrinks with every Up.
+            (None, None) if from < SLOW_START_DOUBLING_BELOW => {
+                ((from * 2.0).max(from + 1.0), Move::Plain)
+            }
+            (None, None) => ((from * (1.0 + r.opening_gain)).max(from + 1.0), Move::Plain),
+            // Re-probing after a memory clear.
+            (None, Some(inc)) => ((from * 2.0).max(from + 1.0).min(from + inc), Move::Additive),
+            (Some(bad), _) => {
+                let mut safe = safe_zone_top(bad, p.floor);
+                if let Some(clean) = r.clean_before_down {
+                    safe = safe.min(clean.max(p.floor));
+                }
+                let fast = (from * 1.5).min(safe);
+                let probe = from + probe_step(bad);
+                // A probe back up to an offer that failed waits until it
+                // has paid for the last one.
+                let paid = match r.owed {
+                    Some((at, owed)) if self.at_or_above(from, at) || probe > at => {
+                        r.clean_attempts >= owed || r.clean_run >= r.tunables.max_cost_dwell
+                    }
+                    _ => true,
+                };
+                if fast > from {
+                    (fast, Move::Plain)
+                } else if r.clean_run >= r.dwell && paid {
+                    (probe, Move::Additive)
+                } else {
+                    return (Decision::Hold, Move::Plain);
+                }
+            }
+        };
+        let target = target.min(p.ceiling);
+        if target > from {
+            (Decision::Up(target), kind)
+        } else {
+            (Decision::Hold, Move::Plain)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The `robust` layer's memory and vocabulary: [`RobustState`] (the pools,
+//! the runs, the dwell and the cost owed, kept beside the seed's
+//! `State`), and the values its steps pass between them ([`Judgement`],
+//! [`Verdict`], [`Burst`], [`Move`]).
+//!
+//! Why it exists: the layer is a small machine whose every rule reads and
+//! sets this memory; the fields, with what each one means, are its
+//! reference, and keeping them apart from the rules keeps both readable.
+
+#[cfg(doc)]
+use super::tunables::SLOW_START_DOUBLING_BELOW;
+use super::tunables::{Tunables, BREACH_WINDOWS, MAX_DWELL, SLOW_START_GAIN};
+use crate::governor::{Evidence, HoldReason};
+
+/// The robust layer's own memory, beside the default [`State`](crate::governor::State).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RobustState {
+    /// Attempts pooled since the last verdict.
+    pub(super) pool_attempts: f64,
+    /// Failures pooled since the last verdict.
+    pub(super) pool_failures: f64,
+    /// Windows pooled since the last verdict.
+    pub(super) pool_windows: u32,
+    /// Attempts at the current offer (since the last movement, settle
+    /// windows excluded): the evidence for a breach.
+    pub(super) offer_attempts: f64,
+    /// Failures at the current offer.
+    pub(super) offer_failures: f64,
+    /// The last [`BREACH_WINDOWS`] windows at the current offer, as
+    /// (attempts, failures), oldest overwritten first.
+    pub(super) offer_recent: [(f64, f64); BREACH_WINDOWS],
+    /// How many of `offer_recent` are filled.
+    pub(super) offer_len: usize,
+    /// Set right after a Down: the next window settles.
+    pub(super) settle: bool,
+    /// The fraction that caused the last Down.
+    pub(super) last_down_frac: f64,
+    /// The next re-probe increment, while re-probing after a memory clear.
+    pub(super) reprobe: Option<f64>,
+    /// The offer of the most recent clean verdict.
+    pub(super) last_clean: Option<f64>,
+    /// `last_clean` as it was at the last Down.
+    pub(super) clean_before_down: Option<f64>,
+    /// Set by an additive Up until its first verdict: the offer it left.
+    pub(super) additive_from: Option<f64>,
+    /// Set by any Up until its first verdict.
+    pub(super) fresh_up: bool,
+    /// Set by a retreat until its first verdict.
+    pub(super) retreated: bool,
+    /// Set by a Down, cleared by an Up or a clean verdict: further Downs
+    /// belong to the same congestion episode.
+    pub(super) in_episode: bool,
+    /// Consecutive clean verdicts at the current offer.
+    pub(super) clean_run: u32,
+    /// Set by a Down on an unprovoked breach, until its settle window.
+    pub(super) burst: Option<Burst>,
+    /// Consecutive verdicts at the current offer that were no breach.
+    pub(super) calm_run: u32,
+    /// Consecutive dead-band verdicts at the current offer.
+    pub(super) band_run: u32,
+    /// Clean verdicts the next additive probe waits for.
+    pub(super) dwell: u32,
+    /// Attempts of the clean verdicts at the current offer.
+    pub(super) clean_attempts: f64,
+    /// The last failed additive probe: the offer it started from, and the
+    /// clean attempts a probe from there (or higher) waits for: its
+    /// failures over `high`.
+    pub(super) owed: Option<(f64, f64)>,
+    /// The opening slow start's gain from [`SLOW_START_DOUBLING_BELOW`] on.
+    pub(super) opening_gain: f64,
+    /// The best lower confidence bound seen of the successes per unit of
+    /// offer per window, over clean verdicts.
+    pub(super) best_yield: f64,
+    /// The profile's numbers.
+    pub(super) tunables: Tunables,
+}
+
+impl Default for RobustState {
+    fn default() -> Self {
+        RobustState::new(None)
+    }
+}
+
+impl RobustState {
+    /// A fresh memory under `tunables` (`None`, for the seed profile,
+    /// which never reads it: robust's).
+    pub fn new(tunables: Option<Tunables>) -> Self {
+        RobustState {
+            pool_attempts: 0.0,
+            pool_failures: 0.0,
+            pool_windows: 0,
+            offer_attempts: 0.0,
+            offer_failures: 0.0,
+            offer_recent: [(0.0, 0.0); BREACH_WINDOWS],
+            offer_len: 0,
+            settle: false,
+            last_down_frac: 0.0,
+            reprobe: None,
+            last_clean: None,
+            clean_before_down: None,
+            additive_from: None,
+            fresh_up: false,
+            retreated: false,
+            in_episode: false,
+            clean_run: 0,
+            burst: None,
+            calm_run: 0,
+            band_run: 0,
+            dwell: 1,
+            clean_attempts: 0.0,
+            owed: None,
+            opening_gain: SLOW_START_GAIN,
+            best_yield: 0.0,
+            tunables: tunables.unwrap_or(Tunables::ROBUST),
+        }
+    }
+
+    pub(super) fn empty_pool(&mut self) {
+        self.pool_attempts = 0.0;
+        self.pool_failures = 0.0;
+        self.pool_windows = 0;
+    }
+
+    pub(super) fn moved(&mut self) {
+        self.calm_run = 0;
+        self.band_run = 0;
+        self.empty_pool();
+        self.offer_attempts = 0.0;
+        self.offer_failures = 0.0;
+        self.offer_len = 0;
+        self.clean_run = 0;
+        self.clean_attempts = 0.0;
+    }
+
+    pub(super) fn probe_failed(&mut self) {
+        self.dwell = (self.dwell * 2).min(MAX_DWELL);
+    }
+}
+
+/// What the evidence says about the current offer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Judgement {
+    /// A significant breach, at this failure fraction.
+    Breach(f64),
+    /// Neither clean nor a significant breach, at this fraction.
+    Band(f64),
+    /// Below `low`, at this fraction.
+    Clean(f64),
+}
+
+impl Judgement {
+    pub(super) fn frac(self) -> f64 {
+        match self {
+            Judgement::Breach(f) | Judgement::Band(f) | Judgement::Clean(f) => f,
+        }
+    }
+}
+
+/// Where a window's evidence stands.
+pub(super) enum Verdict {
+    /// Decide on this judgement (of a pool, or of a settle window).
+    Decide {
+        judgement: Judgement,
+        evidence: Option<Evidence>,
+    },
+    /// Hold with this reason; nothing else changes.
+    Hold(HoldReason),
+    /// The settle window after a Down on a burst: the failures did not
+    /// fall with the offer, or vanished at once. Return to the offer
+    /// before the burst, with the memory as it was.
+    /// `true` when the failures were seen not to fall: the burst may go on,
+    /// and its next window is tested again.
+    BurstOver(Burst, bool),
+}
+
+/// A Down on a breach that came without more load, pending its test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Burst {
+    /// The offer before the Down.
+    pub(super) from: f64,
+    /// The breach's fraction.
+    pub(super) frac: f64,
+    /// `last_bad` and the clean streak before the Down.
+    pub(super) last_bad: Option<f64>,
+    pub(super) clean_streak: u32,
+}
+
+/// What the robust decision does besides the raw decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Move {
+    /// The default rules' decision.
+    Plain,
+    /// An additive Up (probe or re-probe).
+    Additive,
+    /// A failed additive probe, undone.
+    Retreat,
+    /// A step down out of a lasting dead band.
+    Settle,
+}

@@ -1,0 +1,86 @@
+//! The numbers of the `robust` and `gentle` profiles: every threshold,
+//! share and wait that the rules of [`super`] name, and the [`Tunables`]
+//! that differ between the two profiles.
+//!
+//! Why it exists: the rules are argued in [`super`]'s docs and measured in
+//! docs/BENCHMARKS.md by these names; keeping the numbers together shows
+//! at a glance what a profile is made of, apart from the code that uses
+//! them.
+
+/// Significance level of the one-sided exact test for a breach on few
+/// attempts: under a true failure probability of exactly `high`, a pool is
+/// called a breach at most 1 % of the time.
+pub const EVIDENCE_ALPHA: f64 = 0.01;
+/// The first re-probe increment after a memory clear, as a share of the
+/// offer at which the memory cleared (10 %).
+pub const REPROBE_START: f64 = 0.10;
+/// The most consecutive clean verdicts an additive probe waits for.
+pub const MAX_DWELL: u32 = 128;
+/// The opening slow start doubles below this offer; from it on, each Up
+/// grows the offer by a gain that starts at [`SLOW_START_GAIN`] and halves
+/// with every Up, down to [`SLOW_START_MIN_GAIN`].
+pub const SLOW_START_DOUBLING_BELOW: f64 = 64.0;
+/// The opening slow start's first gain from [`SLOW_START_DOUBLING_BELOW`]
+/// on (x1.5).
+pub const SLOW_START_GAIN: f64 = 0.5;
+/// The opening slow start's smallest gain (x1.125).
+pub const SLOW_START_MIN_GAIN: f64 = 0.125;
+/// A failed probe's failures are paid by clean attempts at this share of
+/// `high` (2.5 % at `high` = 5 %).
+pub const PROBE_COST_SHARE: f64 = 0.5;
+/// Memory-clear evidence: a clean verdict at or above `last_bad` counts
+/// only below this share of `low` (0.25 % at `low` = 1 %).
+pub const CLEAR_BELOW: f64 = 0.25;
+/// A clean verdict whose successes per unit of offer fall below this share
+/// of the best seen (70 %) adds offer but not goodput: it does not climb.
+pub const PLATEAU_SHARE: f64 = 0.7;
+/// The most clean verdicts a failed probe's cost makes the next probe from
+/// its start (or higher) wait for.
+pub const MAX_COST_DWELL: u32 = 64;
+/// The Down after a non-additive Up whose first verdict is in the dead
+/// band: the default's smallest back-off factor.
+pub const BAND_BACK_OFF: f64 = 0.9;
+/// A probe that lands in the dead band is undone only above this share of
+/// `high`.
+pub const BAND_RETREAT_ABOVE: f64 = 0.4;
+/// A breach at least this large (20 %) after steady windows is
+/// tested for a load-independent burst.
+pub const BURST_MIN_FRAC: f64 = 0.2;
+/// Verdicts at an offer without a breach before a breach there counts as
+/// unprovoked.
+pub const BURST_STEADY: u32 = 2;
+/// A settle window whose fraction stays above this share of the breach's
+/// did not fall with the offer: a burst, not congestion.
+pub const BURST_NOT_FALLING: f64 = 0.7;
+/// Dead-band verdicts in a row at one offer before it steps down a probe.
+pub const BAND_PATIENCE: u32 = 12;
+/// Windows at the current offer that the breach test pools.
+pub const BREACH_WINDOWS: usize = 8;
+
+/// The numbers of this code path that differ between the profiles that
+/// take it: [`Tunables::ROBUST`] (exactly the rules above) and
+/// [`Tunables::GENTLE`] (the default profile, issue 26). Everything else is
+/// shared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tunables {
+    /// The most clean verdicts a failed probe's cost makes the next probe
+    /// from its start (or higher) wait for; also the wait after a probe
+    /// that left leftovers.
+    pub max_cost_dwell: u32,
+}
+
+impl Tunables {
+    /// The `robust` profile: [`MAX_COST_DWELL`] (64).
+    pub const ROBUST: Tunables = Tunables {
+        max_cost_dwell: MAX_COST_DWELL,
+    };
+    /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
+    pub const GENTLE: Tunables = Tunables {
+        max_cost_dwell: GENTLE_MAX_COST_DWELL,
+    };
+}
+
+/// `gentle`: the longest cost dwell, in clean verdicts. At 2 s windows a
+/// settled run on a fast-failing wall probes it about once every 384 s
+/// instead of every 128 s.
+pub const GENTLE_MAX_COST_DWELL: u32 = 192;
