@@ -39,7 +39,7 @@ const AFTER_HELP: &str = "\
 Exit status: 0 on success, 1 on a runtime failure, 2 on invalid arguments,
 parameters or input.
 
-The decision rules are those of GOVERNOR.md: back off when a window's
+The decision rules are those of docs/GOVERNOR.md: back off when a window's
 attempt-failure fraction exceeds --high, climb while it stays below --low.";
 
 const REPLAY_AFTER_HELP: &str = r#"Input (JSON Lines, one object per line; one input uses one form):
@@ -255,7 +255,7 @@ impl ValueEnum for Profile {
         Some(match self {
             Profile::Seed => PossibleValue::new(self.as_str())
                 .alias("default")
-                .help("Exactly the rules of GOVERNOR.md (spelled \"default\" before issue 26)"),
+                .help("Exactly the rules of docs/GOVERNOR.md (spelled \"default\" before issue 26)"),
             Profile::Robust => PossibleValue::new(self.as_str()).help(
                 "Opt-in: evidence, lag and re-probe rules for noisy, lagged, drifting targets",
             ),

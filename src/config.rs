@@ -10,7 +10,7 @@
 //! rejected (`deny_unknown_fields`), so a typo never silently falls back to
 //! a default.
 //!
-//! One deliberate spelling: GOVERNOR.md calls the governed knob `control`,
+//! One deliberate spelling: docs/GOVERNOR.md calls the governed knob `control`,
 //! but `[targets.control]` is the table that says how offers are written,
 //! and TOML cannot hold both a `control = "..."` key and a
 //! `[targets.control]` table. The knob is therefore `knob = "concurrency"`

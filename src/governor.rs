@@ -1,4 +1,4 @@
-//! The governor: the pure decision rules of `GOVERNOR.md`.
+//! The governor: the pure decision rules of `docs/GOVERNOR.md`.
 //!
 //! Why it is separate: the rules are the product's contract, so they live in
 //! one place with no clock, no I/O and no async. Every input is a value (a
@@ -10,11 +10,11 @@
 //!
 //! The five names of the library interface (`MEMORY_CLEAR_STREAK`,
 //! [`Decision`], [`decide`], [`memory_clear_step`], [`ThrottleGovernor`]) keep
-//! the signatures given in `GOVERNOR.md`; the richer types beside them carry
+//! the signatures given in `docs/GOVERNOR.md`; the richer types beside them carry
 //! the mode, the hold reason and the signal for the log line.
 //!
 //! # Layout
-//! - this file: the seed rules of `GOVERNOR.md` ([`decide`],
+//! - this file: the seed rules of `docs/GOVERNOR.md` ([`decide`],
 //!   [`memory_clear_step`]) and the per-target [`ThrottleGovernor`] that
 //!   applies them;
 //! - `params`: [`Params`] (validation, defaults, the knob's rounding) and
@@ -80,7 +80,7 @@ pub enum Decision {
     Hold,
 }
 
-/// Step 4 of `GOVERNOR.md`: decide from one window's attempt-failure fraction.
+/// Step 4 of `docs/GOVERNOR.md`: decide from one window's attempt-failure fraction.
 ///
 /// `current` is the committed offer and `last_bad` the offer at which
 /// congestion was last seen (`None`: unexplored, slow start).
@@ -124,7 +124,7 @@ pub fn decide(
     Decision::Hold
 }
 
-/// Step 3 of `GOVERNOR.md`: fold one window's evidence into the clean streak.
+/// Step 3 of `docs/GOVERNOR.md`: fold one window's evidence into the clean streak.
 ///
 /// Returns the new streak and whether the memory clears on this window.
 pub fn memory_clear_step(streak: u32, evidence: bool) -> (u32, bool) {
@@ -139,7 +139,7 @@ pub fn memory_clear_step(streak: u32, evidence: bool) -> (u32, bool) {
     }
 }
 
-/// The mutable state of `GOVERNOR.md`.
+/// The mutable state of `docs/GOVERNOR.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct State {
     /// The committed offer.
@@ -169,7 +169,7 @@ pub struct ThrottleGovernor {
 
 impl ThrottleGovernor {
     /// A governor that opens at `params.start` in slow start, with the
-    /// seed rules of `GOVERNOR.md`, exactly.
+    /// seed rules of `docs/GOVERNOR.md`, exactly.
     pub fn new(params: Params) -> Self {
         Self::with_profile(params, Profile::Seed)
     }
@@ -267,7 +267,7 @@ impl ThrottleGovernor {
         outcome
     }
 
-    /// [`Self::step`] under the rules of `GOVERNOR.md`, exactly.
+    /// [`Self::step`] under the rules of `docs/GOVERNOR.md`, exactly.
     fn step_default(&mut self, attempts: f64, failures: f64) -> Outcome {
         let p = self.params;
         let from = self.state.current;
@@ -297,7 +297,7 @@ impl ThrottleGovernor {
         }
     }
 
-    /// GOVERNOR.md's step 3, while `last_bad` is set: a window that is
+    /// docs/GOVERNOR.md's step 3, while `last_bad` is set: a window that is
     /// `clean` at or above `last_bad` adds to the streak, any other resets
     /// it, and the third in a row clears the memory. Returns whether it
     /// cleared on this window.
@@ -314,7 +314,7 @@ impl ThrottleGovernor {
         clear
     }
 
-    /// GOVERNOR.md's step 4 ([`decide`]) at `from`, with this governor's
+    /// docs/GOVERNOR.md's step 4 ([`decide`]) at `from`, with this governor's
     /// parameters and memory.
     fn decide_at(&self, frac: f64, from: f64) -> Decision {
         let p = self.params;

@@ -67,7 +67,7 @@ impl ProfileKey {
 pub struct TargetConfig {
     /// Unique name; the `target` label.
     pub name: String,
-    /// Which knob is governed (GOVERNOR.md's `control`).
+    /// Which knob is governed (docs/GOVERNOR.md's `control`).
     pub knob: Control,
     /// The authored offer: the ceiling (optional for rate).
     pub ceiling: Option<f64>,
@@ -92,7 +92,7 @@ pub struct TargetConfig {
     #[serde(default)]
     pub on_signal_loss: OnSignalLoss,
     /// The governor's rule set: `"gentle"` (the default when the key is
-    /// left out), `"robust"`, or `"seed"` (GOVERNOR.md exactly; the old
+    /// left out), `"robust"`, or `"seed"` (docs/GOVERNOR.md exactly; the old
     /// spelling `"default"` still means it). docs/BENCHMARKS.md has the
     /// measurements.
     #[serde(default)]
@@ -159,7 +159,7 @@ impl TargetConfig {
             ProfileKey::Given => self.profile.to_string(),
             ProfileKey::Omitted => format!("{} (the default: no `profile` key)", self.profile),
             ProfileKey::OldDefault => format!(
-                "{} (spelled \"default\", which now names the seed rules of GOVERNOR.md; \
+                "{} (spelled \"default\", which now names the seed rules of docs/GOVERNOR.md; \
                  a config without `profile` gets \"{}\")",
                 self.profile,
                 Profile::default()

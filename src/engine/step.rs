@@ -10,7 +10,7 @@
 //! reads and the time.
 //!
 //! # Attribution: windows that belong to one offer
-//! GOVERNOR.md assumes that every attempt of a window was made at the
+//! docs/GOVERNOR.md assumes that every attempt of a window was made at the
 //! committed offer. Outside the tool that holds only if a window starts
 //! after the offer in effect last changed, plus the signal's **lag** (how
 //! far the counters trail the load: Locust's stats cache and worker

@@ -3,7 +3,7 @@
 //! the default, which shares them) handle better, and say so once.
 //!
 //! Why it exists: a config that names `profile = "seed"` (or its old
-//! spelling `"default"`) gets exactly `GOVERNOR.md`, so a user whose target
+//! spelling `"default"`) gets exactly `docs/GOVERNOR.md`, so a user whose target
 //! shows tiny samples, lagged failures or load-independent failure bursts
 //! would never learn that the seed rules are costing them goodput or
 //! failures. This detector watches

@@ -1,7 +1,7 @@
 //! Exact offers: the knob's resolution, and the bounds of the committed
 //! offer.
 //!
-//! Why it exists: the rules of `GOVERNOR.md` are written over real numbers,
+//! Why it exists: the rules of `docs/GOVERNOR.md` are written over real numbers,
 //! but a knob has a resolution. Concurrency moves in whole workers; a rate
 //! is a float that a tool may round (to 2 decimals, say) or that a JSON
 //! reader may read 1 ulp off. Where the fast reclimb's target lies a hair

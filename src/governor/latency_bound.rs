@@ -4,7 +4,7 @@
 //! answers every request, just later, so `frac` stays 0 until clients time
 //! out. Performance engineers state capacity as "fewer than X % errors
 //! **and** p99 under Y ms"; this module composes the second half with the
-//! rules of `GOVERNOR.md` without changing them. With no latency bound,
+//! rules of `docs/GOVERNOR.md` without changing them. With no latency bound,
 //! [`ThrottleGovernor::step_with_latency`] is [`ThrottleGovernor::step`],
 //! exactly (a property test holds it to that).
 //!
@@ -17,7 +17,7 @@
 //! its clean level (default 80 % of `bound`).
 //! - **Breach** when `frac > high` **or** `obs > bound`. The back-off factor
 //!   is the more severe of the two that breach:
-//!   - failures: `clamp(1 - frac, 0.25, 0.9)` (GOVERNOR.md's);
+//!   - failures: `clamp(1 - frac, 0.25, 0.9)` (docs/GOVERNOR.md's);
 //!   - latency: `clamp(bound / obs, 0.25, 0.9)`, proportional to how far
 //!     the quantile overshoots: 10 % over backs off by about 10 %, 4x over
 //!     or more by the floor factor 0.25.
@@ -26,7 +26,7 @@
 //!   `last_bad = current` whichever signal drove it, and the outcome names
 //!   that signal ([`LatencySignal::drove`]).
 //! - **Clean** only when both are: `frac < low` **and** `obs < lat_low`.
-//!   Only a clean window climbs (GOVERNOR.md's climb, unchanged) and only a
+//!   Only a clean window climbs (docs/GOVERNOR.md's climb, unchanged) and only a
 //!   clean window at or above `last_bad` counts towards clearing the
 //!   congestion memory.
 //! - **Approach in the band**: when `frac < low` and
@@ -185,7 +185,7 @@ impl ThrottleGovernor {
                 1.0
             };
             if fail_breach && f_fail <= f_lat {
-                // Failures are the more severe: GOVERNOR.md's back-off.
+                // Failures are the more severe: docs/GOVERNOR.md's back-off.
                 let raw = self.decide_at(frac, from);
                 return self.finish_down(raw, from, signal, memory_cleared, lat, false);
             }

@@ -1,7 +1,7 @@
 //! The parameters of one governed target: which knob, its bounds, the
 //! thresholds, and their validation.
 //!
-//! Why it exists: `GOVERNOR.md` fills defaults (`low = high / 5`,
+//! Why it exists: `docs/GOVERNOR.md` fills defaults (`low = high / 5`,
 //! `start = floor`, an unbounded rate ceiling) and forbids values that would
 //! make the rules meaningless (a floor of 0, `low >= high`); [`Params::new`]
 //! does both once and reports every problem at once, so the rules can take
@@ -134,7 +134,7 @@ pub struct Params {
 }
 
 impl Params {
-    /// Validates parameters, filling the defaults of `GOVERNOR.md`:
+    /// Validates parameters, filling the defaults of `docs/GOVERNOR.md`:
     /// `low = high / 5`, `start = floor`, an unbounded ceiling for rate.
     ///
     /// Returns every problem found, not just the first.

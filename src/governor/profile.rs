@@ -17,7 +17,7 @@ use super::ThrottleGovernor;
 
 /// A named set of governor rules.
 ///
-/// `seed` is exactly `GOVERNOR.md`, and the library's
+/// `seed` is exactly `docs/GOVERNOR.md`, and the library's
 /// [`ThrottleGovernor::new`] keeps it. `robust` ([`robust`]) is an opt-in
 /// layer on top of it; `gentle` is robust's rules with rarer probes of a
 /// wall that a probe found costly ([`robust::Tunables::GENTLE`]), chosen by
@@ -28,7 +28,7 @@ use super::ThrottleGovernor;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
-    /// Exactly the rules of GOVERNOR.md: assume the most fragile target.
+    /// Exactly the rules of docs/GOVERNOR.md: assume the most fragile target.
     /// Spelled `"default"` before issue 26; that spelling still means it.
     #[serde(alias = "default")]
     Seed,

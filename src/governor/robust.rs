@@ -1,4 +1,4 @@
-//! The `robust` profile: an opt-in layer over the rules of `GOVERNOR.md`
+//! The `robust` profile: an opt-in layer over the rules of `docs/GOVERNOR.md`
 //! for targets whose windows are small, whose failures arrive late or come
 //! in bursts whatever the load, or whose capacity moves.
 //!
@@ -37,7 +37,7 @@
 //! calls it only for [`Profile::Robust`](super::Profile::Robust) and
 //! [`Profile::Gentle`](super::Profile::Gentle), and it keeps its own memory
 //! ([`RobustState`]). Everything it does not mention is
-//! `GOVERNOR.md` unchanged: the thresholds, the slow start's doubling below
+//! `docs/GOVERNOR.md` unchanged: the thresholds, the slow start's doubling below
 //! [`SLOW_START_DOUBLING_BELOW`], the back-off factor
 //! `clamp(1 - frac, 0.25, 0.9)`, the probe size `max(1, 0.02 last_bad)`,
 //! the memory clear after

@@ -1,4 +1,4 @@
-//! Tests of the governor against `GOVERNOR.md`.
+//! Tests of the governor against `docs/GOVERNOR.md`.
 //!
 //! Why they exist: the rules are the product's contract. Every worked example
 //! and every boundary of the specification is pinned here as a table test,
@@ -56,7 +56,7 @@ const CONTROLS: [Control; 2] = [Control::Rate, Control::Concurrency];
 // Worked examples
 // ---------------------------------------------------------------------------
 
-/// One worked example of `GOVERNOR.md`.
+/// One worked example of `docs/GOVERNOR.md`.
 struct Example {
     what: &'static str,
     floor: f64,
@@ -818,7 +818,7 @@ fn concurrency_up_is_strictly_higher() {
     assert_eq!(out.decision, Decision::Up(30.0));
     // The label is judged on the value written (30 < 0.75 * 41 = 30.75). On
     // the raw target (30.75, exactly the safe zone) it would be probing;
-    // GOVERNOR.md does not say which, so this pins the current choice.
+    // docs/GOVERNOR.md does not say which, so this pins the current choice.
     assert_eq!(out.mode, Some(Mode::Reclimbing), "30 < 0.75 * 41");
 }
 

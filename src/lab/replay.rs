@@ -4,7 +4,7 @@
 //! see what it *would* have done on windows they already have ("had high been
 //! 2 %, when would it have backed off?"). This module feeds recorded windows
 //! through the very same [`ThrottleGovernor`] the live loop uses, so a replay
-//! is the contract of `GOVERNOR.md`, not an imitation of it.
+//! is the contract of `docs/GOVERNOR.md`, not an imitation of it.
 //!
 //! What it may touch: [`crate::governor`] and [`crate::window`], plus reading
 //! its input and writing its rows to the writer it is given ([`stream`]).
@@ -114,7 +114,7 @@ pub struct ReplayArgs {
     pub format: OutputFormat,
 
     /// The rule set, as a config's `profile`: `gentle` (what a config
-    /// without `profile` gets), `robust`, or `seed` (GOVERNOR.md exactly;
+    /// without `profile` gets), `robust`, or `seed` (docs/GOVERNOR.md exactly;
     /// also spelled `default`). docs/BENCHMARKS.md has the measurements.
     #[arg(long, value_enum, default_value_t = Profile::default())]
     pub profile: Profile,

@@ -11,7 +11,7 @@
 //! counted in `throttle_log_write_errors_total`, never panics and never
 //! blocks. (tracing-subscriber's own error report would `eprintln!` into the
 //! same broken stderr, and `eprintln!` panics on EPIPE.) URLs in log lines
-//! are redacted ([`crate::config::redact`]) whoever wrote the message.
+//! are redacted (the config's `redact` module) whoever wrote the message.
 
 use std::sync::LazyLock;
 

@@ -4,7 +4,7 @@
 //! Why here and not in `src/lab/replay.rs`: these pin the user-visible contract
 //! (exit codes, what reaches stdout and stderr, the exact output keys and
 //! number formatting), and they reproduce every worked example of
-//! `GOVERNOR.md` through that interface.
+//! `docs/GOVERNOR.md` through that interface.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -64,7 +64,7 @@ impl Run {
 }
 
 /// Runs `throttle-governor replay <args>` with `stdin` as its input, under
-/// the seed rules (GOVERNOR.md's worked examples) unless `args` name a
+/// the seed rules (docs/GOVERNOR.md's worked examples) unless `args` name a
 /// profile.
 fn replay(args: &[&str], stdin: &str) -> Run {
     let seed: &[&str] = if args.contains(&"--profile") {
@@ -165,7 +165,7 @@ const KEYS: [&str; 12] = [
 ];
 
 // ---------------------------------------------------------------------------
-// GOVERNOR.md's worked examples, through the JSON Lines interface
+// docs/GOVERNOR.md's worked examples, through the JSON Lines interface
 // ---------------------------------------------------------------------------
 
 /// Runs `input` with `args` under both controls (every worked example is

@@ -65,7 +65,7 @@ async fn rest_api_goals_at_the_10ms_wall() {
     run_path(Wall::TenMs, Length::Goals { live: true }, rest_api).await;
 }
 
-/// The "before" figure: the seed rules (GOVERNOR.md's) on the same run.
+/// The "before" figure: the seed rules (docs/GOVERNOR.md's) on the same run.
 #[ignore = "full tier: scripts/test --full"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_api_seed_rules_at_the_1ms_wall() {

@@ -17,7 +17,7 @@
 //! failures, a fraction above `high`, and a one-sided exact binomial test
 //! that rejects "the failure probability is at most `high`" at
 //! [`EARLY_ALPHA`] (0.05 %). The engine then closes the window at once, and the
-//! governor decides on it by its usual rules: nothing in `GOVERNOR.md`
+//! governor decides on it by its usual rules: nothing in `docs/GOVERNOR.md`
 //! changes, the window is only shorter.
 //!
 //! What is never closed early:

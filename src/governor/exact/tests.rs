@@ -58,7 +58,7 @@ fn the_one_ulp_stall_is_gone() {
 
 #[test]
 fn an_up_of_a_real_size_is_unchanged() {
-    // GOVERNOR.md: last_bad 40, clean at 24 gives Up(30).
+    // docs/GOVERNOR.md: last_bad 40, clean at 24 gives Up(30).
     let mut g = at(rate(100.0), Profile::Seed, 24.0, Some(40.0));
     assert_eq!(g.step(1000.0, 0.0).decision, Decision::Up(30.0));
     // A small but real move (0.5, far above 1e-9 relative) stays as written.

@@ -17,7 +17,7 @@
 //!
 //! | controller | on a breach (`frac > high`) | otherwise |
 //! |---|---|---|
-//! | `governor` | `GOVERNOR.md`, exactly (`profile = "seed"`) | |
+//! | `governor` | `docs/GOVERNOR.md`, exactly (`profile = "seed"`) | |
 //! | `governor-robust` | [`crate::governor::robust`] | |
 //! | `governor-gentle` | the default profile: robust's rules with [`crate::governor::robust::Tunables::GENTLE`] | |
 //! | `governor-latency`, `governor-robust-latency`, `governor-gentle-latency` | the same three, through [`ThrottleGovernor::step_with_latency`](crate::governor::ThrottleGovernor::step_with_latency) with the latency bound on: the window's p99 at most [`LATENCY_BOUND`] base latencies (clean below 80 % of it) | |
@@ -155,7 +155,7 @@ pub trait Controller {
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
 pub enum ControllerKind {
-    /// The governor with the seed rules of GOVERNOR.md (`profile = "seed"`).
+    /// The governor with the seed rules of docs/GOVERNOR.md (`profile = "seed"`).
     Governor,
     /// The governor with `profile = "robust"`.
     GovernorRobust,
