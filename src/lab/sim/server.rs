@@ -59,6 +59,7 @@
 //! ([`super::model::TickLatency::share_within`]); counts are exported
 //! rounded to whole attempts (the `+Inf` bucket and `_count` are exact).
 
+mod error;
 mod exposition;
 mod routes;
 mod state;

@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use super::error::ApiError;
 use super::exposition::{render, PROMETHEUS_CONTENT_TYPE};
 use super::state::{lock, Sim, Snapshot};
 use super::{valid_rate, MAX_BODY_BYTES, MAX_RATE, MAX_WORKERS};
@@ -43,35 +44,6 @@ pub(super) fn router(sim: Arc<Sim>) -> Router {
         .fallback(|| async { ApiError::not_found("no such path; try /metrics or /admin/workers") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(sim)
-}
-
-/// A JSON error answer: `{"error": message}`.
-#[derive(Debug)]
-pub(super) struct ApiError {
-    pub(super) status: StatusCode,
-    pub(super) message: String,
-}
-
-impl ApiError {
-    pub(super) fn bad_request(message: impl Into<String>) -> Self {
-        ApiError {
-            status: StatusCode::BAD_REQUEST,
-            message: message.into(),
-        }
-    }
-
-    pub(super) fn not_found(message: impl Into<String>) -> Self {
-        ApiError {
-            status: StatusCode::NOT_FOUND,
-            message: message.into(),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.status, Json(json!({ "error": self.message }))).into_response()
-    }
 }
 
 type ApiResult = Result<Response, ApiError>;

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::routes::ApiError;
+use super::error::ApiError;
 use super::{SimConfig, LATENCY_BUCKETS};
 use crate::lab::sim::model::{TargetModel, TickLatency};
 use crate::lab::sim::SimError;
