@@ -169,8 +169,7 @@ fn print_config(args: &RunArgs) -> anyhow::Result<()> {
     if args.config.is_some() {
         anyhow::bail!(FlagsError::Flag {
             flag: "--print-config",
-            reason: "prints the config of the flags; with --config, the file is the config"
-                .into(),
+            reason: "prints the config of the flags; with --config, the file is the config".into(),
         });
     }
     let text = args.target.to_toml()?;

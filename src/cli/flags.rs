@@ -128,9 +128,8 @@ pub struct LatencyFlag {
 }
 
 fn parse_latency(s: &str) -> Result<LatencyFlag, String> {
-    let bad = || {
-        format!("--latency is QUANTILE:BOUND, e.g. 0.99:250ms for p99 under 250 ms (got `{s}`)")
-    };
+    let bad =
+        || format!("--latency is QUANTILE:BOUND, e.g. 0.99:250ms for p99 under 250 ms (got `{s}`)");
     let (q, bound) = s.split_once(':').ok_or_else(bad)?;
     let quantile = q.trim().parse::<f64>().map_err(|_| bad())?;
     if bound.trim().is_empty() {
@@ -388,7 +387,10 @@ url = "http://127.0.0.1:8089"
         };
         let config = Config::parse(&flags.to_toml().unwrap()).unwrap();
         let l = config.targets[0].latency.as_ref().unwrap();
-        assert_eq!((l.quantile, l.bound.as_millis(), l.locust), (0.99, 250, true));
+        assert_eq!(
+            (l.quantile, l.bound.as_millis(), l.locust),
+            (0.99, 250, true)
+        );
         let k6 = TargetFlags {
             k6: Some("http://127.0.0.1:6565".into()),
             ..flags
@@ -398,7 +400,10 @@ url = "http://127.0.0.1:8089"
         let k6 = TargetFlags { locust: None, ..k6 };
         assert!(matches!(
             k6.to_toml(),
-            Err(FlagsError::Flag { flag: "--latency", .. })
+            Err(FlagsError::Flag {
+                flag: "--latency",
+                ..
+            })
         ));
         for bad in ["0.99", "p99:250ms", "0.99:"] {
             assert!(parse_latency(bad).is_err(), "{bad}");

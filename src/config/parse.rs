@@ -9,7 +9,8 @@
 use std::path::Path;
 
 use super::{
-    closed, defaults, fields, redact, Config, ConfigError, FieldError, ProfileKey, ServerConfig, TargetConfig,
+    closed, defaults, fields, redact, Config, ConfigError, FieldError, ProfileKey, ServerConfig,
+    TargetConfig,
 };
 
 impl Config {
@@ -311,9 +312,7 @@ fn remove(item: &mut toml::Value, path: &str) -> bool {
         at = next;
     }
     match last.split_once('[') {
-        None => at
-            .as_table_mut()
-            .is_some_and(|t| t.remove(last).is_some()),
+        None => at.as_table_mut().is_some_and(|t| t.remove(last).is_some()),
         Some(_) => {
             // An element of an array: take the array's element out.
             let (name, index) = split_index(last);

@@ -67,7 +67,10 @@ fn stderr_of(cmd: &str, path: &std::path::Path) -> (Option<i32>, String) {
     }
     // A bad config exits before anything starts; output() waits for it.
     let out = c.output().unwrap();
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
