@@ -29,6 +29,10 @@ use crate::lab::sim::SimArgs;
 use crate::runtime::healthcheck::HealthcheckArgs;
 use crate::telemetry::logging::LogFormat;
 
+mod flags;
+
+pub use flags::{FlagsError, LatencyFlag, TargetFlags};
+
 /// Exit status for usage errors, invalid parameters and malformed input.
 pub const EXIT_USAGE: u8 = 2;
 
@@ -85,7 +89,16 @@ breached and climbs only when both are clean; the report's capacity is then
 \"at failure <= high and p99 <= bound\" and names the bound that binds.
 See docs/LATENCY.md and config/latency.toml.
 
+Without a file, one target is described by flags: a tool (--locust URL,
+--k6 URL, --goose URL, or --pull NAME --scrape URL) and the few keys people
+change (--ceiling, --floor, --high, --window, --latency QUANTILE:BOUND).
+The flags stand for a config text that is read and checked exactly as a
+file is; --print-config prints it, ready for --config.
+
 Examples:
+  throttle-governor run --locust http://127.0.0.1:8089 --ceiling 200
+  throttle-governor run --k6 http://127.0.0.1:6565 --ceiling 100 --until-steady
+  throttle-governor run --locust http://127.0.0.1:8089 --ceiling 200 --print-config > locust.toml
   throttle-governor check --config config/example.toml
   throttle-governor run --config config/example.toml
   throttle-governor run --config config/example.toml --dry-run
@@ -160,9 +173,14 @@ pub enum Command {
 /// Arguments of `run`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// The TOML config (see config/example.toml).
-    #[arg(long, short, value_name = "PATH")]
-    pub config: PathBuf,
+    /// The TOML config (see config/example.toml). Without it, the flags
+    /// below describe one target (`--locust URL`, `--k6 URL`, `--goose URL`
+    /// or `--pull NAME`); the two cannot be combined.
+    #[arg(long, short, value_name = "PATH", conflicts_with = "target_flags")]
+    pub config: Option<PathBuf>,
+    /// One target without a file.
+    #[command(flatten)]
+    pub target: TargetFlags,
     /// Read and decide, log what would be written, never write.
     #[arg(long)]
     pub dry_run: bool,

@@ -36,6 +36,7 @@ pub mod push;
 
 mod closed;
 mod control;
+mod defaults;
 mod duration;
 mod error;
 pub(crate) mod fields;

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use throttle_governor::cli::{CheckArgs, Cli, Command, RunArgs, EXIT_USAGE};
+use throttle_governor::cli::{CheckArgs, Cli, Command, FlagsError, RunArgs, EXIT_USAGE};
 use throttle_governor::config::{Config, ConfigError};
 use throttle_governor::lab::bench::{self, BenchArgs, BenchError, BenchFormat};
 use throttle_governor::lab::demo::{self, DemoArgs};
@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => run_replay(&args),
         Command::Check(args) => run_check(&args),
         Command::Bench(args) => run_bench(&args),
+        Command::Run(args) if args.target.print_config => print_config(&args),
         Command::Run(args) => {
             logging::init(cli.log_format);
             let threads = args.worker_threads;
@@ -86,7 +87,10 @@ fn runtime_with(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
 /// else is a runtime failure (1).
 fn exit_code(err: &anyhow::Error) -> u8 {
     if err.chain().any(|cause| {
-        cause.is::<ReplayError>() || cause.is::<ConfigError>() || cause.is::<BenchError>()
+        cause.is::<ReplayError>()
+            || cause.is::<ConfigError>()
+            || cause.is::<BenchError>()
+            || cause.is::<FlagsError>()
     }) {
         EXIT_USAGE
     } else {
@@ -151,8 +155,30 @@ fn run_check(args: &CheckArgs) -> anyhow::Result<()> {
     print(&text)
 }
 
+/// The config `run` governs: the file, or the text the flags stand for,
+/// read and checked the same way.
+fn run_config(args: &RunArgs) -> anyhow::Result<Config> {
+    match &args.config {
+        Some(path) => Ok(Config::load(path)?),
+        None => Ok(Config::parse(&args.target.to_toml()?)?),
+    }
+}
+
+/// `run --print-config`: the config the flags stand for, checked first.
+fn print_config(args: &RunArgs) -> anyhow::Result<()> {
+    if args.config.is_some() {
+        anyhow::bail!(FlagsError::Flag {
+            flag: "--print-config",
+            reason: "prints the config of the flags; with --config, the file is the config".into(),
+        });
+    }
+    let text = args.target.to_toml()?;
+    Config::parse(&text)?;
+    print(&text)
+}
+
 async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let config = Config::load(&args.config)?;
+    let config = run_config(&args)?;
     throttle_governor::report::check_writable(&[
         args.report_json.as_ref(),
         args.report_html.as_ref(),
@@ -195,13 +221,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         supervisor::shutdown_signal().await;
         c.cancel();
     });
-    // Hot reload on SIGHUP or when the file changes.
-    tokio::spawn(throttle_governor::runtime::reload::watch(
-        args.config.clone(),
-        running.reloader(),
-        (!args.config_poll.is_zero()).then_some(args.config_poll),
-        cancel.clone(),
-    ));
+    // Hot reload on SIGHUP or when the file changes (a run from flags has
+    // no file to reload).
+    if let Some(path) = &args.config {
+        tokio::spawn(throttle_governor::runtime::reload::watch(
+            path.clone(),
+            running.reloader(),
+            (!args.config_poll.is_zero()).then_some(args.config_poll),
+            cancel.clone(),
+        ));
+    }
     let stop = StopWhen {
         steady: args.until_steady.then_some(rule),
         after: args.max_duration,

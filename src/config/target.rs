@@ -71,11 +71,15 @@ pub struct TargetConfig {
     pub knob: Control,
     /// The authored offer: the ceiling (optional for rate).
     pub ceiling: Option<f64>,
-    /// The offer never goes below this.
+    /// The offer never goes below this (default 1: one user or VU, or one
+    /// request per second).
+    #[serde(default = "default_floor")]
     pub floor: f64,
     /// The opening offer (default: floor).
     pub start: Option<f64>,
-    /// Back off when the window's failure fraction exceeds this.
+    /// Back off when the window's failure fraction exceeds this (default
+    /// 0.05).
+    #[serde(default = "default_high")]
     pub high: f64,
     /// A window is clean below this (default: high / 5).
     pub low: Option<f64>,
@@ -127,6 +131,19 @@ pub struct TargetConfig {
     /// `governor::latency_bound`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<latency::LatencyConfig>,
+}
+
+/// `floor` when none is given: the least offer of either knob.
+pub(crate) const DEFAULT_FLOOR: f64 = 1.0;
+/// `high` when none is given: 5 % failed attempts in a window.
+pub(crate) const DEFAULT_HIGH: f64 = 0.05;
+
+fn default_floor() -> f64 {
+    DEFAULT_FLOOR
+}
+
+fn default_high() -> f64 {
+    DEFAULT_HIGH
 }
 
 fn default_signal_loss_windows() -> u32 {

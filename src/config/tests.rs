@@ -2,7 +2,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::governor::Profile;
+use crate::governor::{Control, Profile};
 
 const GOOD: &str = r#"
 [server]
@@ -231,4 +231,85 @@ fn adapter_configs_are_checked() {
 fn syntax_error_gives_line() {
     let err = Config::parse("[[targets]\nname=").unwrap_err().to_string();
     assert!(err.contains("line 1"), "{err}");
+}
+
+/// The shortest Locust config: the signal alone (issue 29).
+const SHORTEST_LOCUST: &str = r#"
+[[targets]]
+ceiling = 200
+[targets.signal]
+kind = "locust"
+url = "http://127.0.0.1:8089"
+"#;
+
+#[test]
+fn a_tool_target_needs_only_its_url_and_ceiling() {
+    let short = Config::parse(SHORTEST_LOCUST).unwrap();
+    let long = Config::parse(&std::fs::read_to_string("config/locust.toml").unwrap()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&short).unwrap(),
+        serde_json::to_value(&long).unwrap()
+    );
+    let t = &short.targets[0];
+    assert_eq!((t.name.as_str(), t.knob), ("locust", Control::Concurrency));
+    assert_eq!((t.floor, t.high), (1.0, 0.05));
+    assert_eq!(t.window, Duration::from_secs(3), "Locust's window");
+    assert_eq!(t.control.kind(), "locust");
+}
+
+#[test]
+fn the_control_gives_the_signal_and_k6_keeps_the_plain_window() {
+    let c = Config::parse(
+        "[[targets]]\nceiling = 40\n[targets.control]\nkind = \"k6\"\nurl = \"http://127.0.0.1:6565\"\n",
+    )
+    .unwrap();
+    let t = &c.targets[0];
+    assert_eq!((t.signal.kind(), t.name.as_str()), ("k6", "k6"));
+    assert_eq!(t.window, Duration::from_secs(2));
+}
+
+#[test]
+fn keys_that_are_set_keep_their_values() {
+    let set = SHORTEST_LOCUST.replace(
+        "ceiling = 200",
+        "name = \"shop\"\nceiling = 200\nfloor = 4\nhigh = 0.1\nwindow = \"5s\"",
+    );
+    let t = &Config::parse(&set).unwrap().targets[0];
+    assert_eq!(
+        (t.name.as_str(), t.floor, t.high, t.window.as_secs()),
+        ("shop", 4.0, 0.1, 5)
+    );
+    // A rate target: floor 1 (one request per second), no ceiling needed.
+    let rate = GOOD
+        .replace("knob = \"concurrency\"", "knob = \"rate\"")
+        .replace("ceiling = 256\nfloor = 1\n", "");
+    let t = &Config::parse(&rate).unwrap().targets[0];
+    assert_eq!((t.floor, t.ceiling), (1.0, None));
+    // A non-tool target is not named for you.
+    let err = Config::parse(&GOOD.replace("name = \"checkout\"\n", ""))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing field `name`"), "{err}");
+}
+
+#[test]
+fn every_type_error_of_a_target_is_reported_with_the_semantic_ones() {
+    let bad = GOOD
+        .replace("ceiling = 256", "ceiling = \"lots\"\nwndow = \"2s\"")
+        .replace("window = \"500ms\"", "window = \"5\"")
+        .replace("timeout = \"1s\"", "timeout = 1\nretries = 3")
+        .replace("json_pointer = \"/workers\"", "json_pointer = \"workers\"")
+        .replace("high = 0.05", "high = 2.0");
+    let err = Config::parse(&bad).unwrap_err().to_string();
+    for field in [
+        "targets[checkout].ceiling: expected a number",
+        "targets[checkout].wndow: unknown field",
+        "targets[checkout].window: `5` is not a duration",
+        "targets[checkout].signal.timeout",
+        "targets[checkout].signal.retries: unknown field",
+        "targets[checkout].control.read_back.json_pointer",
+        "targets[checkout].high",
+    ] {
+        assert!(err.contains(field), "{field} missing from:\n{err}");
+    }
 }

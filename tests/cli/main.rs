@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod check_all;
 mod cli_run;
 mod hardening;
 mod hardening_iii;

@@ -32,3 +32,4 @@ mod locust;
 mod pull_k6;
 mod pull_python;
 mod push;
+mod quick;
