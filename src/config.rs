@@ -40,6 +40,7 @@ mod defaults;
 mod duration;
 mod error;
 pub(crate) mod fields;
+mod io_checks;
 mod parse;
 pub(crate) mod redact;
 mod server;

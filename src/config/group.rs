@@ -381,7 +381,7 @@ pub fn problems(t: &TargetConfig) -> Vec<(String, String)> {
                 ..t.clone()
             };
             // Each member's signal and control, checked as a target of its own.
-            super::validate::check_io(&single, &mut |field: &str, reason: String| {
+            super::io_checks::check_io(&single, &mut |field: &str, reason: String| {
                 if field.starts_with("signal") || field.starts_with("control") {
                     out.push((format!("{prefix}{field}"), reason));
                 }

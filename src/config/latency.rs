@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::validate::{bad_selector, check_url};
+use super::io_checks::{bad_selector, check_url};
 use super::{duration, SignalConfig, TargetConfig};
 use crate::promtext::promql::check_balanced;
 

@@ -93,7 +93,7 @@ impl PromqlSignalConfig {
     /// Every problem, as (field, reason), with fields relative to `signal`.
     pub fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
-        out.extend(super::validate::attempts_xor_successes(
+        out.extend(super::io_checks::attempts_xor_successes(
             self.attempts.is_some(),
             self.successes.is_some(),
         ));

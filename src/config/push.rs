@@ -68,7 +68,7 @@ impl PushSignalConfig {
                 ));
             }
         }
-        out.extend(super::validate::attempts_xor_successes(
+        out.extend(super::io_checks::attempts_xor_successes(
             self.attempts.is_some(),
             self.successes.is_some(),
         ));
@@ -78,7 +78,7 @@ impl PushSignalConfig {
             ("failures", Some(self.failures.as_str())),
         ] {
             if let Some(sel) = sel {
-                if let Some(reason) = super::validate::bad_selector(sel) {
+                if let Some(reason) = super::io_checks::bad_selector(sel) {
                     out.push((field, reason));
                 }
             }
