@@ -81,7 +81,12 @@ impl Config {
                             });
                         }
                         if let Some(t) = parsed.target {
+                            // A missing name was stood in for by "#": the
+                            // semantic checks name the target as its type
+                            // errors do, by position.
+                            let name = if t.name == "#" { label.clone() } else { t.name };
                             targets.push(TargetConfig {
+                                name,
                                 profile_key: key,
                                 ..t
                             });
