@@ -165,16 +165,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         band: args.steady_band,
     };
     let reports = args.report_json.is_some() || args.report_html.is_some();
-    // History is read only by the report and the steady-state rule; a plain
-    // run keeps each target's last window (a reload resumes from it), so
-    // memory per target stays small with many targets.
+    // History is read by the report, the steady-state rule and the live
+    // page's charts; a plain run keeps a few minutes of it per target,
+    // within a fixed budget, so memory stays small with many targets.
     let history_limit = if reports {
         throttle_governor::telemetry::HISTORY_LIMIT
     } else if args.until_steady {
         args.steady_windows
             .max(throttle_governor::telemetry::SHORT_HISTORY)
     } else {
-        1
+        throttle_governor::telemetry::live_history(config.targets.len())
     };
     let running = supervisor::start(
         &config,
