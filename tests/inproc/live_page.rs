@@ -203,7 +203,7 @@ async fn the_live_page_charts_the_offers_of_a_real_run_and_fetches_only_from_the
 /// wall, so each chart has shape).
 fn window(i: usize, k: usize) -> WindowRecord {
     let wall = 40.0 + i as f64;
-    let offer = wall - 8.0 + (k % 9) as f64;
+    let offer = wall - 8.0 + (k % 10) as f64;
     let frac = if offer > wall { 0.12 } else { 0.01 };
     WindowRecord {
         time_secs: 2.0 * (k + 1) as f64,
