@@ -206,7 +206,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         steady: args.until_steady.then_some(rule),
         after: args.max_duration,
     };
+    // On a terminal, one status line per target, redrawn in place below
+    // the log (the demo's view); piped, only the log lines.
+    let view = cancel.child_token();
+    let status = std::io::IsTerminal::is_terminal(&io::stderr()).then(|| {
+        throttle_governor::telemetry::console::spawn(running.telemetry.clone(), view.clone())
+    });
     running.wait(stop, &cancel).await;
+    if let Some(handle) = status {
+        view.cancel();
+        let _ = handle.await;
+    }
     // Built only when asked for: it copies every target's history.
     let report = (args.until_steady || reports).then(|| running.report(&rule));
     running.shutdown(Duration::from_secs(10)).await;

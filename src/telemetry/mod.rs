@@ -17,6 +17,7 @@
 //! load tool, and holds no listener.
 
 pub mod capacity;
+pub mod console;
 pub mod export;
 pub mod logging;
 pub mod metrics;
