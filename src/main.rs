@@ -191,16 +191,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         band: args.steady_band,
     };
     let reports = args.report_json.is_some() || args.report_html.is_some();
-    // History is read only by the report and the steady-state rule; a plain
-    // run keeps each target's last window (a reload resumes from it), so
-    // memory per target stays small with many targets.
+    // History is read by the report, the steady-state rule and the live
+    // page's charts; a plain run keeps a few minutes of it per target,
+    // within a fixed budget, so memory stays small with many targets.
     let history_limit = if reports {
         throttle_governor::telemetry::HISTORY_LIMIT
     } else if args.until_steady {
         args.steady_windows
             .max(throttle_governor::telemetry::SHORT_HISTORY)
     } else {
-        1
+        throttle_governor::telemetry::live_history(config.targets.len())
     };
     let running = supervisor::start(
         &config,
@@ -235,7 +235,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         steady: args.until_steady.then_some(rule),
         after: args.max_duration,
     };
+    // On a terminal, one status line per target, redrawn in place below
+    // the log (the demo's view); piped, only the log lines.
+    let view = cancel.child_token();
+    let status = std::io::IsTerminal::is_terminal(&io::stderr()).then(|| {
+        throttle_governor::telemetry::console::spawn(running.telemetry.clone(), view.clone())
+    });
     running.wait(stop, &cancel).await;
+    if let Some(handle) = status {
+        view.cancel();
+        let _ = handle.await;
+    }
     // Built only when asked for: it copies every target's history.
     let report = (args.until_steady || reports).then(|| running.report(&rule));
     running.shutdown(Duration::from_secs(10)).await;

@@ -238,6 +238,17 @@ impl TargetReport {
         Self::new_with(name, control, high, last_bad, history, rule, None)
     }
 
+    /// The report of a target from its live status and its history.
+    pub fn of_status(
+        s: &crate::telemetry::TargetStatus,
+        history: Vec<WindowRecord>,
+        rule: &SteadyRule,
+    ) -> Self {
+        Self::new_with(
+            &s.name, s.knob, s.high, s.last_bad, history, rule, s.latency,
+        )
+    }
+
     /// [`Self::new`] with the target's latency bound, if any.
     pub fn new_with(
         name: &str,
@@ -444,19 +455,24 @@ impl Report {
         let targets = telemetry
             .statuses()
             .into_iter()
-            .map(|s| {
-                TargetReport::new_with(
-                    &s.name,
-                    s.knob,
-                    s.high,
-                    s.last_bad,
-                    telemetry.history(&s.name),
-                    rule,
-                    s.latency,
-                )
-            })
+            .map(|s| TargetReport::of_status(&s, telemetry.history(&s.name), rule))
             .collect();
         Report::new(targets, rule)
+    }
+
+    /// One target's part of [`Self::from_telemetry`] (what the live page's
+    /// chart shows), or None for a target the telemetry does not know.
+    pub fn target_from_telemetry(
+        telemetry: &crate::telemetry::Telemetry,
+        name: &str,
+        rule: &SteadyRule,
+    ) -> Option<TargetReport> {
+        let status = telemetry.status(name)?;
+        Some(TargetReport::of_status(
+            &status,
+            telemetry.history(name),
+            rule,
+        ))
     }
 
     /// Pretty JSON.

@@ -12,6 +12,8 @@
 //! - [`push`]: the Pushgateway-compatible push route, which feeds the
 //!   [`PushStore`] (a signal);
 //! - [`pull`]: the offer route, which reads the [`PullBoard`] (a control);
+//! - [`page`]: the live page at `/` and the per-target chart it polls,
+//!   drawn by the capacity report's own chart code ([`crate::report::html`]);
 //! - [`conn`]: the accept loop and its guards (a header-read timeout, a
 //!   connection cap that sheds idle and slow-body connections, an idle
 //!   timeout), below the router.
@@ -24,6 +26,7 @@
 //! engine: the supervisor hands both of them the same store and board.
 
 pub mod conn;
+pub mod page;
 pub mod pull;
 pub mod push;
 pub mod server;
@@ -31,6 +34,7 @@ pub mod server;
 use std::sync::Arc;
 
 use crate::control::pull::PullBoard;
+use crate::report::SteadyRule;
 use crate::signal::push::PushStore;
 use crate::telemetry::Telemetry;
 
@@ -44,4 +48,7 @@ pub struct Surface {
     pub push: Arc<PushStore>,
     /// What the offer route serves (`kind = "pull"` controls publish there).
     pub pull: PullBoard,
+    /// The steady-state rule the live page's charts judge the settled
+    /// period by (the run's own rule).
+    pub steady: SteadyRule,
 }

@@ -1,5 +1,6 @@
 //! The router, and the read-only routes: `/metrics`, `/healthz`,
-//! `/readyz`, `/api/v1/targets` and `/api/v1/groups`.
+//! `/readyz`, `/api/v1/targets` and `/api/v1/groups` (the live page and
+//! its charts are [`super::page`]).
 //!
 //! Why it exists: one table says which route goes where. The read-only
 //! routes are here because each is a few lines over [`crate::telemetry`]:
@@ -18,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
-use super::{conn, pull, push, Surface};
+use super::{conn, page, pull, push, Surface};
 
 /// The content type of OpenMetrics text, which `prometheus-client` emits.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -27,6 +28,8 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 /// The router, for tests and for embedding.
 pub fn router(surface: Arc<Surface>) -> Router {
     Router::new()
+        .route("/", get(page::page))
+        .route("/api/v1/targets/{name}/chart", get(page::chart))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))

@@ -10,9 +10,9 @@
 //! What it may touch: loopback sockets, stdout/stderr, and the report paths
 //! it is given.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
@@ -164,10 +164,12 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> Result<Report, D
         steady: (!args.no_stop_when_steady).then_some(rule),
         after: Some(args.duration),
     };
-    let progress = tty.then(|| spawn_progress(running.telemetry.clone(), cancel.child_token()));
+    let view = cancel.child_token();
+    let progress =
+        tty.then(|| crate::telemetry::console::spawn(running.telemetry.clone(), view.clone()));
     let ended = running.wait(stop, &cancel).await;
-    if let Some((token, handle)) = progress {
-        token.cancel();
+    if let Some(handle) = progress {
+        view.cancel();
         let _ = handle.await;
     }
     let report = running.report(&rule);
@@ -183,50 +185,4 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> Result<Report, D
     ));
     report.write_files(args.report_json.as_ref(), args.report_html.as_ref())?;
     Ok(report)
-}
-
-/// A one-line progress display on a terminal, redrawn in place.
-fn spawn_progress(
-    telemetry: std::sync::Arc<crate::telemetry::Telemetry>,
-    token: CancellationToken,
-) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let t = token.clone();
-    let handle = tokio::spawn(async move {
-        let started = Instant::now();
-        let mut iv = tokio::time::interval(Duration::from_millis(250));
-        loop {
-            tokio::select! {
-                _ = t.cancelled() => break,
-                _ = iv.tick() => {}
-            }
-            let line = telemetry
-                .statuses()
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{}: offer {} | failures {} | windows {}",
-                        s.name,
-                        crate::telemetry::logging::offer(
-                            crate::governor::Control::Concurrency,
-                            s.offer
-                        ),
-                        s.last_frac.map(crate::governor::pct).unwrap_or("-".into()),
-                        s.windows
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("  ");
-            let mut err = std::io::stderr().lock();
-            let _ = write!(
-                err,
-                "\r\x1b[2K[{:>5.1}s] {line}",
-                started.elapsed().as_secs_f64()
-            );
-            let _ = err.flush();
-        }
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K");
-        let _ = err.flush();
-    });
-    (token, handle)
 }

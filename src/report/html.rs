@@ -54,15 +54,38 @@ pub fn render(report: &Report) -> String {
                 esc(why)
             );
         }
-        out.push_str(&svg_chart(t));
-        out.push_str(&latency_chart(t));
+        out.push_str(&charts(t));
         out.push_str(&evidence_table(t));
     }
     out.push_str("</body></html>\n");
     out
 }
 
-fn esc(s: &str) -> String {
+/// One target's charts, as the report inlines them: offer against
+/// attempt-failure fraction, and the window latency against its bound when
+/// there is one. The live page (`crate::http`'s chart route) serves the
+/// same fragment, so the two cannot drift.
+pub fn charts(t: &TargetReport) -> String {
+    let mut out = svg_chart(t);
+    out.push_str(&latency_chart(t));
+    out
+}
+
+/// The time axis of a history: from the start of its first window (0 for
+/// a whole run; later when a live history has dropped its oldest windows)
+/// to its last window.
+fn time_span(hist: &[crate::telemetry::WindowRecord]) -> (f64, f64) {
+    let t0 = hist
+        .first()
+        .map(|r| (r.time_secs - r.window_secs.unwrap_or(0.0)).max(0.0))
+        .unwrap_or(0.0);
+    let t1 = hist.last().map(|r| r.time_secs).unwrap_or(1.0);
+    // A full run starts at 0 as before; only a trimmed history starts later.
+    let t0 = if t0 <= t1 * 0.05 { 0.0 } else { t0 };
+    (t0, t1.max(t0 + 1e-9))
+}
+
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -155,14 +178,14 @@ fn svg_chart(t: &TargetReport) -> String {
     let pw = w - 2.0 * pad;
     let ph = h - 2.0 * pad;
     let hist = &t.history;
-    let tmax = hist.last().map(|r| r.time_secs).unwrap_or(1.0).max(1e-9);
+    let (tmin, tmax) = time_span(hist);
     let omax = hist
         .iter()
         .map(|r| r.offer.max(r.to))
         .chain(t.last_bad)
         .fold(1.0, f64::max)
         * 1.1;
-    let x = |s: f64| pad + pw * s / tmax;
+    let x = |s: f64| pad + pw * (s - tmin) / (tmax - tmin);
     let yo = |o: f64| pad + ph * (1.0 - o / omax);
     let yf = |f: f64| pad + ph * (1.0 - f.clamp(0.0, 1.0));
     let mut svg = format!(
@@ -208,6 +231,13 @@ fn svg_chart(t: &TargetReport) -> String {
         h - pad + 16.0,
         tmax
     );
+    if tmin > 0.0 {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{pad}\" y=\"{}\" font-size=\"11\">{tmin:.0}s</text>",
+            h - pad + 16.0
+        );
+    }
     let yb = yf(t.failure_bound);
     let _ = writeln!(svg, "<line class=\"bound\" x1=\"{pad}\" x2=\"{}\" y1=\"{yb:.1}\" y2=\"{yb:.1}\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" fill=\"#c0392b\" text-anchor=\"end\">failure bound {}</text>", w - pad, w - pad - 4.0, yb - 4.0, pct(t.failure_bound));
     if let Some(lb) = t.last_bad {
@@ -253,13 +283,13 @@ fn latency_chart(t: &TargetReport) -> String {
     let pw = w - 2.0 * pad;
     let ph = h - 2.0 * pad;
     let hist = &t.history;
-    let tmax = hist.last().map(|r| r.time_secs).unwrap_or(1.0).max(1e-9);
+    let (tmin, tmax) = time_span(hist);
     let lmax = hist
         .iter()
         .filter_map(|r| r.latency_secs)
         .fold(b.bound_secs, f64::max)
         * 1.15;
-    let x = |s: f64| pad + pw * s / tmax;
+    let x = |s: f64| pad + pw * (s - tmin) / (tmax - tmin);
     let y = |v: f64| pad + ph * (1.0 - (v / lmax).clamp(0.0, 1.0));
     let q = crate::governor::latency_bound::quantile_name(b.quantile);
     let secs = crate::governor::latency_bound::seconds;

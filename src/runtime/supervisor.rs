@@ -124,6 +124,7 @@ pub async fn start(
         telemetry: telemetry.clone(),
         push,
         pull,
+        steady: opts.steady,
     });
     let limits = conn::ServerLimits {
         max_connections: config.server.max_connections as usize,
@@ -141,7 +142,7 @@ pub async fn start(
             warn!(error = %e, "Telemetry server stopped");
         }
     });
-    info!(%addr, targets = tasks.len(), dry_run = opts.dry_run, "Serving /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}");
+    info!(%addr, targets = tasks.len(), dry_run = opts.dry_run, "Serving the live page, /metrics, /healthz, /readyz and /api/v1/targets on http://{addr}/");
     let cancel = CancellationToken::new();
     let roster = Roster::start(config, tasks, &cancel, builder);
     if let Some(store) = state.clone() {

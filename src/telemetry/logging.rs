@@ -193,7 +193,9 @@ impl std::io::Write for LineClearingStderr {
         let mut err = std::io::stderr().lock();
         let mut result = Ok(());
         if self.tty && !self.cleared {
-            result = err.write_all(b"\r\x1b[2K");
+            // The terminal view's status lines, if any, go first; they are
+            // redrawn below this line.
+            result = super::console::clear_block(&mut err);
             self.cleared = true;
         }
         // Never a credential in a log line, whoever wrote the message.

@@ -17,6 +17,7 @@
 //! load tool, and holds no listener.
 
 pub mod capacity;
+pub mod console;
 pub mod export;
 pub mod logging;
 pub mod metrics;
@@ -39,8 +40,24 @@ pub use metrics::Metrics;
 pub const HISTORY_LIMIT: usize = 10_000;
 
 /// Windows kept per target under `--until-steady` with no report (enough
-/// for the steady-state rule); a plain `run` keeps one.
+/// for the steady-state rule); a plain `run` keeps [`live_history`].
 pub const SHORT_HISTORY: usize = 64;
+
+/// Windows kept per target for the live page's charts on a plain `run`
+/// (5 minutes at 2 s windows), while that fits [`LIVE_HISTORY_BUDGET`].
+pub const LIVE_HISTORY: usize = 150;
+
+/// Windows kept for the live page over all targets of a plain `run`: about
+/// 21 MB of history, however many targets there are.
+pub const LIVE_HISTORY_BUDGET: usize = 200_000;
+
+/// The windows each of `targets` targets keeps for the live page on a plain
+/// `run`: [`LIVE_HISTORY`], less when that would pass
+/// [`LIVE_HISTORY_BUDGET`] (20 windows each at 10,000 targets), never
+/// fewer than the 2 a chart needs.
+pub fn live_history(targets: usize) -> usize {
+    (LIVE_HISTORY_BUDGET / targets.max(1)).clamp(2, LIVE_HISTORY)
+}
 
 /// One window, as recorded for reports.
 #[derive(Debug, Clone, Serialize)]

@@ -285,6 +285,11 @@ fn run_against_sim(
         Duration::from_secs(60),
     );
     assert_eq!(code, Some(0), "{stderr}");
+    // Piped, `run` writes plain log lines: no terminal view, no colour.
+    assert!(
+        !stderr.contains('\x1b'),
+        "an ANSI escape in piped output:\n{stderr}"
+    );
     let r = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     (r, html)
 }

@@ -22,6 +22,7 @@ mod group_engine;
 mod hardening_iii;
 mod live_capacity;
 mod live_controller;
+mod live_page;
 mod module_graph;
 mod outbound;
 mod promql;

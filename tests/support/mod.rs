@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod gated;
 pub mod goals;
 pub mod procs;
