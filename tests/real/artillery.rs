@@ -14,11 +14,10 @@
 use crate::support;
 
 use std::process::Command;
-use std::time::Duration;
 
-use support::gated::{gate_tables, shipped};
+use support::gated::{self, shipped};
 use support::goals::{run_path, Length, Rig, Wall, CEILING};
-use support::pull::{repo, wait_http};
+use support::pull::repo;
 use support::{free_port, require_installed, ChildGuard, TempDir};
 
 /// Starts the shipped Artillery scenario against `target`, asking a
@@ -56,17 +55,17 @@ async fn artillery(target: String) -> Option<Rig> {
         .arg(&scenario);
     let tool = ChildGuard::spawn("artillery", cmd, dir.path("artillery.log"));
     let metrics_url = format!("http://127.0.0.1:{port}/metrics");
-    // The gate serves its counters from the first request on.
-    let up = wait_http(&metrics_url, Duration::from_secs(60)).await;
-    assert!(up, "the gate never served /metrics:\n{}", tool.tail());
-    Some(Rig {
-        name: "artillery",
-        path: "Artillery 2.0.34, the shipped gate through the pull control".to_string(),
-        tables: gate_tables(&metrics_url),
-        listen: Some(listen),
-        procs: vec![Box::new(tool)],
-        keep: vec![Box::new(dir)],
-    })
+    Some(
+        gated::rig(
+            "artillery",
+            "Artillery 2.0.34, the shipped gate through the pull control",
+            metrics_url,
+            listen,
+            tool,
+            dir,
+        )
+        .await,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

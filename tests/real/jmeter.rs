@@ -16,11 +16,10 @@
 use crate::support;
 
 use std::process::Command;
-use std::time::Duration;
 
-use support::gated::{gate_tables, shipped};
+use support::gated::{self, shipped};
 use support::goals::{run_path, Length, Rig, Wall, CEILING};
-use support::pull::{repo, wait_http};
+use support::pull::repo;
 use support::{free_port, require_installed, require_tool, ChildGuard, TempDir};
 
 /// Where scripts/setup puts JMeter.
@@ -73,17 +72,17 @@ async fn jmeter(target: String) -> Option<Rig> {
         .arg("-Jjmeterengine.nongui.port=0");
     let tool = ChildGuard::spawn("jmeter", cmd, dir.path("jmeter.out"));
     let metrics_url = format!("http://127.0.0.1:{metrics}/metrics");
-    // The gate serves its counters from the first sample on.
-    let up = wait_http(&metrics_url, Duration::from_secs(60)).await;
-    assert!(up, "the gate never served /metrics:\n{}", tool.tail());
-    Some(Rig {
-        name: "jmeter",
-        path: "JMeter 5.6.2, the shipped gate through the pull control".to_string(),
-        tables: gate_tables(&metrics_url),
-        listen: Some(listen),
-        procs: vec![Box::new(tool)],
-        keep: vec![Box::new(dir)],
-    })
+    Some(
+        gated::rig(
+            "jmeter",
+            "JMeter 5.6.2, the shipped gate through the pull control",
+            metrics_url,
+            listen,
+            tool,
+            dir,
+        )
+        .await,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,8 +7,11 @@
 //! the docs never drift from what the tests run).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use super::pull::repo;
+use super::goals::Rig;
+use super::pull::{repo, wait_http};
+use super::{ChildGuard, TempDir};
 
 /// A file under `clients/`, checked to be included byte for byte in
 /// `docs/tools/{page}`. Returns the file's path.
@@ -39,4 +42,28 @@ failures = 'throttle_gate_failures_total'
 kind = "pull"
 "#
     )
+}
+
+/// The rig of a gated tool once it runs: waits (at most 60 s) for the
+/// gate's counters at `metrics_url`, then governs them through the pull
+/// control. `tool` is stopped, and `dir` removed, with the rig.
+pub async fn rig(
+    name: &'static str,
+    path: &str,
+    metrics_url: String,
+    listen: String,
+    tool: ChildGuard,
+    dir: TempDir,
+) -> Rig {
+    // The gate serves its counters from the first request on.
+    let up = wait_http(&metrics_url, Duration::from_secs(60)).await;
+    assert!(up, "the gate never served /metrics:\n{}", tool.tail());
+    Rig {
+        name,
+        path: path.to_string(),
+        tables: gate_tables(&metrics_url),
+        listen: Some(listen),
+        procs: vec![Box::new(tool)],
+        keep: vec![Box::new(dir)],
+    }
 }
