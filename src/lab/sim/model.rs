@@ -85,14 +85,14 @@
 
 mod config;
 mod curves;
-mod latency;
+mod queueing;
 
 use super::rng::SplitMix64;
 pub use config::{
     ModelConfig, ModelError, ModelKind, DEFAULT_ATTEMPTS_PER_WORKER, DEFAULT_RUN_TICKS,
 };
 use curves::{cliff, fast_fail, knee, queueing, rejector, rejector_load, FAST_FAIL_SPEEDUP};
-pub use latency::{
+pub use queueing::{
     latency_capacity, queueing_failure_capacity, TickLatency, QUEUEING_SPREAD, QUEUEING_TIMEOUT,
 };
 

@@ -6,7 +6,7 @@
 //!
 //! What it may touch: nothing; pure arithmetic.
 
-use super::latency::{QUEUEING_SPREAD, QUEUEING_TIMEOUT};
+use super::queueing::{QUEUEING_SPREAD, QUEUEING_TIMEOUT};
 
 /// `cliff`: capacity lost per unit of excess load factor.
 const CLIFF_SLOPE: f64 = 4.0;
