@@ -126,6 +126,7 @@ Examples:
   throttle-governor bench --models noisy,lagged --controllers governor,governor-robust,aimd
   throttle-governor bench --seeds 1 --windows 100 --format json
   throttle-governor bench --profile robust
+  throttle-governor bench --family noise --windows 150
   throttle-governor bench --models lagged --controllers governor --trace 4";
 
 /// `throttle-governor`: the command line.

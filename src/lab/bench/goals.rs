@@ -7,9 +7,8 @@
 //!
 //! What it may touch: nothing; it reads a finished report.
 
-use super::{ControllerKind, Report, Row, Summary};
+use super::{BenchModel, ControllerKind, Report, Row, Summary};
 use crate::governor::Profile;
-use crate::lab::sim::model::ModelKind;
 
 /// The goodput share of the oracle's that counts as reaching capacity.
 pub const GOAL_GOODPUT: f64 = 0.90;
@@ -27,7 +26,7 @@ pub const GOAL_OVER_BOUND: f64 = 0.05;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyGoal {
     /// The model.
-    pub model: ModelKind,
+    pub model: BenchModel,
     /// The governor (`governor-latency` or `governor-robust-latency`).
     pub controller: ControllerKind,
     /// Median steady offer over the latency capacity.
@@ -70,7 +69,7 @@ pub fn latency_goals(report: &Report) -> Vec<LatencyGoal> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Goal {
     /// The model.
-    pub model: ModelKind,
+    pub model: BenchModel,
     /// The profile held to the goal (robust or gentle).
     pub profile: Profile,
     /// Its governor's median goodput.
@@ -109,6 +108,22 @@ pub fn goals(report: &Report) -> Vec<Goal> {
         .collect()
 }
 
+/// The controller with the fewest median failed attempts among `rows`
+/// whose median goodput reaches [`GOAL_GOODPUT`], of those that `rival`
+/// admits; never the oracle, nor a `-latency` governor (they see more
+/// than failures). Ties go to the earlier controller.
+pub(crate) fn fewest_failed<'a>(
+    rows: impl Iterator<Item = &'a Row>,
+    rival: impl Fn(ControllerKind) -> bool,
+) -> Option<(ControllerKind, f64)> {
+    let med = |s: Summary| s.median.unwrap_or(f64::NAN);
+    rows.filter(|r| r.controller != ControllerKind::Oracle && !r.controller.needs_latency())
+        .filter(|r| rival(r.controller))
+        .filter(|r| med(r.goodput()) >= GOAL_GOODPUT)
+        .map(|r| (r.controller, med(r.failed())))
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+}
+
 /// The goal check per model for `profile`, when its governor ran.
 pub(crate) fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
     let rank = |p: Profile| Profile::ALL.iter().position(|q| *q == p);
@@ -125,17 +140,9 @@ pub(crate) fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
         // Rivals see what the profile sees: failures only (not the oracle,
         // not the `-latency` governors), and were there when its goal was
         // set.
-        let fewest_failed = rows
-            .iter()
-            .filter(|r| r.controller != ControllerKind::Oracle && !r.controller.needs_latency())
-            .filter(|r| {
-                r.controller
-                    .profile()
-                    .is_none_or(|p| rank(p) <= rank(profile))
-            })
-            .filter(|r| med(r.goodput()) >= GOAL_GOODPUT)
-            .map(|r| (r.controller, med(r.failed())))
-            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let fewest_failed = fewest_failed(rows.iter().copied(), |c| {
+            c.profile().is_none_or(|p| rank(p) <= rank(profile))
+        });
         let has_fewest_failed =
             goodput >= GOAL_GOODPUT && fewest_failed.is_some_and(|(_, f)| failed <= f);
         let vs_seed = find(ControllerKind::Governor).map(|d| {

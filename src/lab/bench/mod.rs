@@ -45,11 +45,18 @@
 //! compare the steady offer with it. The other controllers see failures
 //! only, and the `-latency` governors run on no other model.
 //!
+//! `--family noise` runs a grid of models instead ([`Family`]): the same
+//! sim models with the bench's choice of attempts per window at capacity
+//! and background failures ([`BenchModel`]), and prints who wins on each
+//! ([`render_family`]). The default models are `BenchModel`s with the
+//! defaults above, named as before, so the default tables do not change.
+//!
 //! The metrics are defined in [`metrics`]; the controllers in
 //! [`controllers`]. `--trace SEED` prints every window of that seed's runs
 //! instead ([`render_trace`]), to see which rule caused a number.
 
 pub mod controllers;
+mod family;
 mod goals;
 pub mod metrics;
 mod render;
@@ -65,6 +72,10 @@ use crate::lab::sim::rng::SplitMix64;
 
 pub use controllers::{
     Controller, ControllerKind, LatencyBound, WindowResult, LATENCY_BOUND, LATENCY_QUANTILE,
+};
+pub use family::{
+    render_family, winners, BenchModel, Family, NOISE_ATTEMPTS, NOISE_BACKGROUNDS,
+    NOISE_EVENT_ATTEMPTS,
 };
 pub use goals::{
     goals, latency_goals, Goal, LatencyGoal, GOAL_GOODPUT, GOAL_LATENCY_BAND, GOAL_OVER_BOUND,
@@ -101,6 +112,11 @@ pub struct BenchArgs {
     /// Target models, comma-separated [default: all].
     #[arg(long, value_enum, value_delimiter = ',', value_name = "MODEL")]
     pub models: Vec<ModelKind>,
+    /// Instead of the models, a family of them (`noise`: attempts per
+    /// window from 10 to 10,000 x background failures from 0 to 3 %, with
+    /// bursts and lagged counters), and its table of who wins where.
+    #[arg(long, value_enum, conflicts_with = "models")]
+    pub family: Option<Family>,
     /// Controllers, comma-separated [default: all].
     #[arg(long, value_enum, value_delimiter = ',', value_name = "CONTROLLER")]
     pub controllers: Vec<ControllerKind>,
@@ -130,6 +146,7 @@ impl Default for BenchArgs {
     fn default() -> Self {
         BenchArgs {
             models: Vec::new(),
+            family: None,
             controllers: Vec::new(),
             seeds: 30,
             windows: 600,
@@ -157,7 +174,9 @@ pub enum BenchError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchPlan {
     /// Models, in table order.
-    pub models: Vec<ModelKind>,
+    pub models: Vec<BenchModel>,
+    /// The family the models are, if any (its own tables).
+    pub family: Option<Family>,
     /// Controllers, in table order.
     pub controllers: Vec<ControllerKind>,
     /// Seeds 1..=seeds.
@@ -179,10 +198,10 @@ impl BenchArgs {
         if self.windows < MIN_WINDOWS {
             return Err(BenchError::TooFewWindows(self.windows));
         }
-        let mut models = if self.models.is_empty() {
-            ModelKind::ALL.to_vec()
-        } else {
-            self.models.clone()
+        let mut models: Vec<BenchModel> = match self.family {
+            Some(family) => family.models(),
+            None if self.models.is_empty() => ModelKind::ALL.map(BenchModel::from).to_vec(),
+            None => self.models.iter().map(|&m| m.into()).collect(),
         };
         models.dedup();
         let mut controllers = if self.controllers.is_empty() {
@@ -212,6 +231,7 @@ impl BenchArgs {
         }
         Ok(BenchPlan {
             models,
+            family: self.family,
             controllers,
             seeds: self.seeds,
             windows: self.windows,
@@ -235,12 +255,19 @@ pub(crate) fn capacity_of(seed: u64) -> f64 {
 }
 
 /// The model of one run.
-pub(crate) fn model_config(kind: ModelKind, seed: u64, windows: usize) -> ModelConfig {
+pub(crate) fn model_config(model: impl Into<BenchModel>, seed: u64, windows: usize) -> ModelConfig {
+    let model = model.into();
+    let kind = model.kind;
     let capacity = capacity_of(seed);
     let mut cfg = ModelConfig::new(kind, capacity);
-    if kind == ModelKind::Noisy {
-        cfg.attempts_per_worker = NOISY_ATTEMPTS_AT_CAPACITY / capacity;
+    match model.attempts {
+        Some(n) => cfg.attempts_per_worker = n / capacity,
+        None if kind == ModelKind::Noisy => {
+            cfg.attempts_per_worker = NOISY_ATTEMPTS_AT_CAPACITY / capacity;
+        }
+        None => {}
     }
+    cfg.noise = model.background;
     cfg.seed = seed;
     cfg.run_ticks = windows as u64;
     cfg.poisson = true;
@@ -321,7 +348,7 @@ pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, window
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     /// The model.
-    pub model: ModelKind,
+    pub model: BenchModel,
     /// The controller.
     pub controller: ControllerKind,
     /// How many seeds.

@@ -12,19 +12,19 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::family::render_family;
 use super::goals::{goals_of, latency_goals, Goal, GOAL_LATENCY_BAND, GOAL_OVER_BOUND};
 use super::{
-    model_config, params, simulate, BenchPlan, ControllerKind, Report, Row, Summary, LATENCY_BOUND,
-    LATENCY_QUANTILE,
+    model_config, params, simulate, BenchModel, BenchPlan, ControllerKind, Report, Row, Summary,
+    LATENCY_BOUND, LATENCY_QUANTILE,
 };
 use crate::governor::Profile;
-use crate::lab::sim::model::ModelKind;
 
 /// One window of a `--trace` run.
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceRow {
     /// The model.
-    pub model: ModelKind,
+    pub model: BenchModel,
     /// The controller.
     pub controller: ControllerKind,
     /// The window index, from 0.
@@ -78,7 +78,7 @@ pub fn render_trace(plan: &BenchPlan, seed: u64) -> String {
 #[derive(Debug, Clone, Serialize)]
 pub struct JsonRow {
     /// The model.
-    pub model: ModelKind,
+    pub model: BenchModel,
     /// The controller.
     pub controller: ControllerKind,
     /// Seeds per row.
@@ -237,10 +237,14 @@ fn pair(s: Summary, decimals: usize) -> String {
 }
 
 /// Markdown tables: the metrics, the governors' diagnostics, and the robust
-/// profile's goals (when both governors ran).
+/// profile's goals (when both governors ran). A family's plan prints the family's tables instead
+/// ([`render_family`]).
 pub fn render_table(report: &Report) -> String {
-    let mut out = String::new();
     let plan = &report.plan;
+    if let Some(family) = plan.family {
+        return render_family(report, family);
+    }
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "Control quality: median / p90 over {} seeds, {} windows per run.\n",
@@ -343,7 +347,7 @@ fn render_touches(out: &mut String, report: &Report) {
 }
 
 /// One profile's goal table in [`render_table`], when its governor ran.
-fn render_goals(out: &mut String, goals: &[Goal], profile: Profile) {
+pub(super) fn render_goals(out: &mut String, goals: &[Goal], profile: Profile) {
     if goals.is_empty() {
         return;
     }
@@ -481,7 +485,7 @@ fn yes_no(b: bool) -> String {
     if b { "yes" } else { "**no**" }.to_owned()
 }
 
-fn markdown(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+pub(super) fn markdown(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

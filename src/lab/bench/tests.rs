@@ -218,7 +218,7 @@ fn json_has_one_object_per_row_with_every_metric() {
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), report.rows.len());
     for (obj, row) in rows.iter().zip(&report.rows) {
-        assert_eq!(obj["model"], row.model.name());
+        assert_eq!(obj["model"], row.model.to_string());
         assert_eq!(obj["controller"], row.controller.name());
         assert_eq!(obj["seeds"], 1);
         for metric in ["converge", "failed", "excess", "goodput", "cv", "reversals"] {
@@ -240,7 +240,9 @@ fn table_names_every_row_and_the_goals() {
     for row in &report.rows {
         let found = text.lines().any(|l| {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-            cells.len() > 3 && cells[1] == row.model.name() && cells[2] == row.controller.name()
+            cells.len() > 3
+                && cells[1] == row.model.to_string()
+                && cells[2] == row.controller.name()
         });
         assert!(found, "{} {} missing:\n{text}", row.model, row.controller);
     }
@@ -287,14 +289,15 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
         failed_per_touch: 0.0,
     };
     let row = |controller, goodput, failed| Row {
-        model: ModelKind::Cliff,
+        model: ModelKind::Cliff.into(),
         controller,
         seeds: 1,
         runs: vec![m(goodput, failed)],
     };
     let report = Report {
         plan: BenchPlan {
-            models: vec![ModelKind::Cliff],
+            models: vec![ModelKind::Cliff.into()],
+            family: None,
             controllers: vec![],
             seeds: 1,
             windows: 100,

@@ -1,0 +1,242 @@
+//! What the bench runs a controller against ([`BenchModel`]: a sim model
+//! and the bench's choice of its attempts per window and background
+//! failures), and the model families: grids of such models that one flag
+//! selects (`--family noise`), with the table that says which controller
+//! wins on each.
+//!
+//! Why it exists: one model per behaviour invites tuning to that model.
+//! The `noise` family (issue 30) spans what a real load tool's windows
+//! look like, from about 10 to 10,000 attempts a window, with 0 to 3 %
+//! of attempts failing whatever the load, plus failure bursts and lagged
+//! counters, so that a profile has to hold on all of them at once. The
+//! family reuses the sim's own parameters (`attempts_per_worker`,
+//! `noise`, the `bursts` and `lagged` kinds): no model is copied.
+//!
+//! What it may touch: nothing; it names models and formats a finished
+//! report (the goal is [`super::goals`]'s).
+
+use std::fmt::{self, Write as _};
+
+use clap::ValueEnum;
+use serde::{Serialize, Serializer};
+
+use super::goals::{fewest_failed, goals_of, GOAL_GOODPUT};
+use super::render::{markdown, render_goals};
+use super::{ControllerKind, Report, Summary};
+use crate::governor::Profile;
+use crate::lab::sim::model::ModelKind;
+
+/// One model of the bench: a sim model kind with the bench's parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BenchModel {
+    /// The sim model.
+    pub kind: ModelKind,
+    /// Attempts per window at an offer equal to the capacity (Poisson
+    /// around it; proportional to the offer); `None`: the bench's default
+    /// for the kind (10 per worker, or 30 at capacity for `noisy`).
+    pub attempts: Option<f64>,
+    /// Load-independent background failure probability per attempt,
+    /// folded into the model's own (`ModelConfig::noise`).
+    pub background: f64,
+}
+
+impl BenchModel {
+    /// `kind` with `attempts` per window at capacity and `background`
+    /// failures.
+    pub fn with(kind: ModelKind, attempts: f64, background: f64) -> Self {
+        BenchModel {
+            kind,
+            attempts: Some(attempts),
+            background,
+        }
+    }
+
+    /// Whether the model reports a latency (`queueing` only).
+    pub fn has_latency(self) -> bool {
+        self.kind.has_latency()
+    }
+}
+
+impl From<ModelKind> for BenchModel {
+    /// The kind with the bench's default parameters.
+    fn from(kind: ModelKind) -> Self {
+        BenchModel {
+            kind,
+            attempts: None,
+            background: 0.0,
+        }
+    }
+}
+
+impl PartialEq<ModelKind> for BenchModel {
+    fn eq(&self, kind: &ModelKind) -> bool {
+        *self == BenchModel::from(*kind)
+    }
+}
+
+impl fmt::Display for BenchModel {
+    /// The kind's name for the default parameters (so the default tables
+    /// keep their names); else `rejector n=40 bg=2%`: `n` attempts per
+    /// window at capacity, `bg` the background failures.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind.name())?;
+        if let Some(n) = self.attempts {
+            write!(f, " n={n}")?;
+        }
+        if self.background > 0.0 {
+            write!(f, " bg={}%", (self.background * 1e4).round() / 1e2)?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for BenchModel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A grid of models that `--family` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Family {
+    /// Issue 30's noise family: attempts per window at capacity in
+    /// [`NOISE_ATTEMPTS`] x background failures in [`NOISE_BACKGROUNDS`]
+    /// on `rejector`, then `bursts` and `lagged` at 40 and 1,000 attempts.
+    Noise,
+}
+
+/// The `noise` family's attempts per window at capacity.
+pub const NOISE_ATTEMPTS: [f64; 5] = [10.0, 40.0, 200.0, 1_000.0, 10_000.0];
+/// The `noise` family's background failure probabilities.
+pub const NOISE_BACKGROUNDS: [f64; 4] = [0.0, 0.01, 0.02, 0.03];
+/// The attempts per window at capacity of the `noise` family's `bursts`
+/// and `lagged` rows: a small sample and a large one.
+pub const NOISE_EVENT_ATTEMPTS: [f64; 2] = [40.0, 1_000.0];
+
+impl Family {
+    /// The family's models, in table order.
+    pub fn models(self) -> Vec<BenchModel> {
+        match self {
+            Family::Noise => {
+                let grid = NOISE_ATTEMPTS.iter().flat_map(|&n| {
+                    NOISE_BACKGROUNDS
+                        .iter()
+                        .map(move |&bg| BenchModel::with(ModelKind::Rejector, n, bg))
+                });
+                let events = [ModelKind::Bursts, ModelKind::Lagged]
+                    .into_iter()
+                    .flat_map(|k| {
+                        NOISE_EVENT_ATTEMPTS
+                            .iter()
+                            .map(move |&n| BenchModel::with(k, n, 0.0))
+                    });
+                grid.chain(events).collect()
+            }
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Family::Noise => "noise",
+        })
+    }
+}
+
+/// The controllers that win on each model of the report, in plan order:
+/// the fewest median failed attempts among the controllers whose median
+/// goodput reaches [`GOAL_GOODPUT`] (the oracle and the `-latency`
+/// governors are not rivals), all of them when several tie; empty when
+/// nobody reaches it.
+pub fn winners(report: &Report) -> Vec<(BenchModel, Vec<ControllerKind>)> {
+    report
+        .plan
+        .models
+        .iter()
+        .map(|&m| {
+            let rows = || report.rows.iter().filter(move |r| r.model == m);
+            let best = fewest_failed(rows(), |_| true).map(|(_, f)| f);
+            let tied = rows()
+                .filter(|r| {
+                    let own = fewest_failed(std::iter::once(*r), |_| true);
+                    own.is_some_and(|(_, f)| Some(f) == best)
+                })
+                .map(|r| r.controller)
+                .collect();
+            (m, tied)
+        })
+        .collect()
+}
+
+/// A family's tables: per model, every controller's median goodput (share
+/// of the oracle's) and failed attempts, the winner, how often each
+/// controller wins, then the robust and gentle profiles' goals.
+pub fn render_family(report: &Report, family: Family) -> String {
+    let plan = &report.plan;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "The {family} family: median goodput (share of the oracle's) / median failed \
+         attempts over {} seeds, {} windows per run; n: attempts per window at capacity, \
+         bg: background failures. The winner has the fewest failed attempts among the \
+         controllers with goodput >= {GOAL_GOODPUT:.2} (the oracle is not a rival).\n",
+        plan.seeds, plan.windows
+    );
+    let controllers: Vec<ControllerKind> = plan
+        .controllers
+        .iter()
+        .copied()
+        .filter(|c| !c.needs_latency())
+        .collect();
+    let mut header: Vec<String> = vec!["model".to_owned()];
+    header.extend(controllers.iter().map(|c| c.to_string()));
+    header.push("winner".to_owned());
+    let wins = winners(report);
+    let med = |s: Summary| s.median.unwrap_or(f64::NAN);
+    let rows: Vec<Vec<String>> = wins
+        .iter()
+        .map(|(m, winners)| {
+            let mut cells = vec![m.to_string()];
+            cells.extend(controllers.iter().map(|&c| {
+                report
+                    .rows
+                    .iter()
+                    .find(|r| r.model == *m && r.controller == c)
+                    .map_or("-".to_owned(), |r| {
+                        format!("{:.3} / {:.0}", med(r.goodput()), med(r.failed()))
+                    })
+            }));
+            let names: Vec<String> = winners.iter().map(|c| c.to_string()).collect();
+            cells.push(if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(" = ")
+            });
+            cells
+        })
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    markdown(&mut out, &header, &rows);
+    let counts: Vec<String> = controllers
+        .iter()
+        .filter(|&&c| c != ControllerKind::Oracle)
+        .map(|&c| {
+            let n = wins.iter().filter(|(_, w)| w.contains(&c)).count();
+            format!("{c} {n}")
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nWins (ties count for each) over {} models: {}.",
+        wins.len(),
+        counts.join(", ")
+    );
+    for profile in [Profile::Robust, Profile::Gentle] {
+        render_goals(&mut out, &goals_of(report, profile), profile);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

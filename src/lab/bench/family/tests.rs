@@ -1,0 +1,180 @@
+//! Tests of the model families: each model of the `noise` family does what
+//! its name says (attempts per window, background failures, bursts, lag),
+//! measured over seeds, and the family runs with every controller.
+
+use super::*;
+use crate::lab::bench::{lag_of, model_config, run, BenchArgs, BenchPlan};
+use crate::lab::sim::model::{TargetModel, TickResult};
+
+const SEEDS: u64 = 30;
+
+/// `ticks` windows of `model` at `share` of each seed's capacity, for
+/// every seed.
+fn windows_at(model: BenchModel, share: f64, ticks: usize) -> Vec<TickResult> {
+    let mut out = Vec::new();
+    for seed in 1..=SEEDS {
+        let cfg = model_config(model, seed, 150);
+        let offer = (cfg.capacity * share).floor();
+        let mut m = TargetModel::new(cfg).unwrap();
+        out.extend((0..ticks).map(|_| m.tick(offer)));
+    }
+    out
+}
+
+fn family_model(kind: ModelKind, n: f64, bg: f64) -> BenchModel {
+    let m = BenchModel::with(kind, n, bg);
+    assert!(Family::Noise.models().contains(&m), "{m} is in the family");
+    m
+}
+
+#[test]
+fn names_keep_the_defaults_and_say_the_parameters() {
+    assert_eq!(BenchModel::from(ModelKind::Cliff).to_string(), "cliff");
+    assert_eq!(
+        BenchModel::with(ModelKind::Rejector, 40.0, 0.02).to_string(),
+        "rejector n=40 bg=2%"
+    );
+    assert_eq!(
+        BenchModel::with(ModelKind::Bursts, 10_000.0, 0.0).to_string(),
+        "bursts n=10000"
+    );
+    let models = Family::Noise.models();
+    assert_eq!(
+        models.len(),
+        NOISE_ATTEMPTS.len() * NOISE_BACKGROUNDS.len() + 2 * NOISE_EVENT_ATTEMPTS.len()
+    );
+    let mut names: Vec<String> = models.iter().map(|m| m.to_string()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), models.len(), "every name is distinct");
+}
+
+#[test]
+fn each_model_makes_its_attempts_per_window_at_capacity() {
+    for &n in &NOISE_ATTEMPTS {
+        let w = windows_at(family_model(ModelKind::Rejector, n, 0.0), 1.0, 20);
+        let mean = w.iter().map(|r| r.attempts as f64).sum::<f64>() / w.len() as f64;
+        assert!((mean / n - 1.0).abs() < 0.05, "n={n}: mean {mean}");
+        // At capacity the rejector rejects nothing.
+        assert!(w.iter().all(|r| r.failures == 0), "n={n}");
+    }
+    // Proportional to the offer: half the capacity, half the attempts.
+    let w = windows_at(family_model(ModelKind::Rejector, 1_000.0, 0.0), 0.5, 20);
+    let mean = w.iter().map(|r| r.attempts as f64).sum::<f64>() / w.len() as f64;
+    assert!((mean / 500.0 - 1.0).abs() < 0.03, "mean {mean}");
+}
+
+#[test]
+fn each_model_fails_its_background_share_at_a_low_offer() {
+    for &bg in &NOISE_BACKGROUNDS {
+        let w = windows_at(family_model(ModelKind::Rejector, 1_000.0, bg), 0.5, 20);
+        let attempts: u64 = w.iter().map(|r| r.attempts).sum();
+        let failures: u64 = w.iter().map(|r| r.failures).sum();
+        let frac = failures as f64 / attempts as f64;
+        assert!((frac - bg).abs() < 0.002, "bg={bg}: {frac}");
+    }
+}
+
+#[test]
+fn small_samples_with_a_background_are_rarely_clean() {
+    // 40 attempts at 2 %: a window at capacity has no failure with
+    // probability exp(-40 * 0.02) = 0.449 (Poisson attempts), and one
+    // failure is already 2.5 %, above `low`.
+    let w = windows_at(family_model(ModelKind::Rejector, 40.0, 0.02), 1.0, 20);
+    let clean = w.iter().filter(|r| r.failures == 0).count() as f64 / w.len() as f64;
+    assert!(
+        (clean - (-0.8f64).exp()).abs() < 0.06,
+        "clean share {clean}"
+    );
+}
+
+#[test]
+fn bursts_fail_about_six_percent_of_windows_whatever_the_offer() {
+    for &n in &NOISE_EVENT_ATTEMPTS {
+        let w = windows_at(family_model(ModelKind::Bursts, n, 0.0), 0.5, 100);
+        // Below capacity only a burst fails an attempt (30 % to 60 % of
+        // them, so a burst window without a failure is rare).
+        let failing = w.iter().filter(|r| r.failures > 0);
+        let burst = failing.clone().count() as f64 / w.len() as f64;
+        assert!((0.03..0.09).contains(&burst), "n={n}: {burst}");
+        assert!(failing.clone().all(|r| r.frac() > 0.1), "n={n}");
+    }
+}
+
+#[test]
+fn lagged_failures_resolve_one_or_two_windows_late() {
+    for &n in &NOISE_EVENT_ATTEMPTS {
+        for seed in [1, 2] {
+            let cfg = model_config(family_model(ModelKind::Lagged, n, 0.0), seed, 150);
+            let c = cfg.capacity;
+            let mut m = TargetModel::new(cfg).unwrap();
+            // One window at twice the capacity, then half of it.
+            let failures: Vec<u64> = [2.0, 0.5, 0.5, 0.5]
+                .iter()
+                .map(|x| m.tick(x * c).failures)
+                .collect();
+            let lag = lag_of(seed) as usize;
+            for (i, f) in failures.iter().enumerate() {
+                assert_eq!(*f > 0, i == lag, "n={n} seed {seed}: {failures:?}");
+            }
+        }
+    }
+}
+
+fn family_plan(seeds: u64, windows: usize) -> BenchPlan {
+    BenchArgs {
+        family: Some(Family::Noise),
+        seeds,
+        windows,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap()
+}
+
+#[test]
+fn the_noise_family_runs_every_controller_on_every_model() {
+    let plan = family_plan(1, 60);
+    assert_eq!(plan.models, Family::Noise.models());
+    let report = run(&plan);
+    let controllers: Vec<ControllerKind> = ControllerKind::ALL
+        .into_iter()
+        .filter(|c| !c.needs_latency())
+        .collect();
+    assert_eq!(report.rows.len(), plan.models.len() * controllers.len());
+    for &m in &plan.models {
+        let mut seen: Vec<ControllerKind> = report
+            .rows
+            .iter()
+            .filter(|r| r.model == m)
+            .map(|r| r.controller)
+            .collect();
+        seen.sort();
+        assert_eq!(seen, controllers, "{m}");
+    }
+    let text = crate::lab::bench::render_table(&report);
+    for m in &plan.models {
+        let cell = format!("| {m} ");
+        assert!(text.contains(&cell), "{m} missing:\n{text}");
+    }
+    assert!(
+        text.contains("Wins (ties count for each) over 24 models"),
+        "{text}"
+    );
+    assert!(text.contains("The gentle profile's goals"), "{text}");
+    // One winner set per model; a winner reaches the goodput goal.
+    let wins = winners(&report);
+    assert_eq!(wins.len(), plan.models.len());
+    for (m, w) in &wins {
+        for c in w {
+            let row = report
+                .rows
+                .iter()
+                .find(|r| r.model == *m && r.controller == *c);
+            let goodput = row.unwrap().goodput().median.unwrap();
+            assert!(goodput >= GOAL_GOODPUT, "{m} {c}: {goodput}");
+        }
+    }
+    let json = crate::lab::bench::render_json(&report);
+    assert!(json.contains("\"model\":\"rejector n=40 bg=2%\""), "{json}");
+}
