@@ -52,7 +52,7 @@ pub fn parallel_runs() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|n| *n > 0)
-        .unwrap_or(6)
+        .unwrap_or(4)
 }
 
 /// The real-tool runs' semaphore, sized by [`parallel_runs`] once.
