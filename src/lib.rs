@@ -14,7 +14,8 @@
 //! table), what each module deliberately does not know, and where to look.
 //! In the order data flows:
 //!
-//! - [`promtext`], [`auth`], [`window`]: pure text, credentials, pure windows;
+//! - [`promtext`], [`auth`], [`window`], [`rng`]: pure text, credentials,
+//!   pure windows, a seeded PRNG;
 //! - [`governor`]: the pure decision rules (`docs/GOVERNOR.md`);
 //! - [`config`]: the TOML config;
 //! - [`signal`], [`control`], [`adapters`]: where counters come from, where
@@ -37,6 +38,7 @@ pub mod http;
 pub mod lab;
 pub mod promtext;
 pub mod report;
+pub mod rng;
 pub mod runtime;
 pub mod signal;
 pub mod state;

@@ -109,7 +109,7 @@ pub struct TargetFlags {
     /// Locust's or Goose's own percentiles.
     #[arg(long, value_name = "QUANTILE:BOUND", value_parser = parse_latency)]
     pub latency: Option<LatencyFlag>,
-    /// The controller's listen address ([server] listen; default
+    /// The controller's listen address (`[server] listen`; default
     /// 127.0.0.1:9464). A pull target's tool asks here.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,

@@ -5,7 +5,7 @@
 use super::levels::wilson;
 use super::*;
 use crate::governor::{Control, Params, Profile, ThrottleGovernor};
-use crate::lab::sim::rng::SplitMix64;
+use crate::rng::SplitMix64;
 use proptest::prelude::*;
 
 fn rec(t: f64, offer: f64, attempts: f64, failures: f64, decision: &'static str) -> WindowRecord {

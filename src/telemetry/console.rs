@@ -4,7 +4,7 @@
 //! Why it exists: on a terminal, a person watching a run (`run` or `demo`)
 //! wants each target's offer, failure fraction and last decision now, not
 //! scrolled away in the log. The block is redrawn every 250 ms; a log line
-//! first erases it ([`clear_block`], called by the log writer) and the next
+//! first erases it (`clear_block`, called by the log writer) and the next
 //! redraw puts it back below, so the two never overwrite each other. When
 //! stderr is not a terminal nothing here runs: piped output stays plain log
 //! lines.

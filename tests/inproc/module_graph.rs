@@ -7,8 +7,7 @@
 //! in expressions alike) is an edge. An edge to a module in the same row or
 //! a lower one fails the test, naming the file and line; so does a module
 //! missing from the table, a row naming a module that does not exist, and
-//! an import cycle. Unit-test files named `tests.rs` are exempt: they may
-//! use the lab's fixtures.
+//! an import cycle. Unit-test files count like any other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -96,9 +95,7 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeMap<String, Site>> {
     let mut edges: BTreeMap<String, BTreeMap<String, Site>> = BTreeMap::new();
     for p in &files {
         let top = top_of(p);
-        // Unit-test files may use the lab's fixtures (its seeded PRNG, its
-        // models); the layers are about the code that ships.
-        if top == "lib" || top == "main" || p.file_name().is_some_and(|f| f == "tests.rs") {
+        if top == "lib" || top == "main" {
             continue;
         }
         let text = std::fs::read_to_string(p).unwrap();

@@ -68,7 +68,7 @@ use thiserror::Error;
 
 use crate::governor::{Control, Params, Profile};
 use crate::lab::sim::model::{self, ModelConfig, ModelKind, TargetModel};
-use crate::lab::sim::rng::SplitMix64;
+use crate::rng::SplitMix64;
 
 pub use controllers::{
     Controller, ControllerKind, LatencyBound, WindowResult, LATENCY_BOUND, LATENCY_QUANTILE,

@@ -12,16 +12,16 @@
 //! - [`server`]: an HTTP server that behaves like a load tool: Prometheus
 //!   counters on `/metrics`, the concurrency and rate cap on an admin API,
 //!   one or many tools per process.
-//! - [`rng`]: the seeded PRNG behind every random draw.
+//! - the seeded PRNG behind every random draw is [`crate::rng`], a leaf (the
+//!   report's tests draw from it too).
 //!
-//! What it may touch: nothing else in the crate. The governor never depends
+//! What it may touch: nothing else in the crate but [`crate::rng`]. The governor never depends
 //! on this module; it reaches the simulation over HTTP like any other tool.
 //!
 //! The CLI exposes it as `throttle-governor sim` through [`SimArgs`] and
 //! [`run`].
 
 pub mod model;
-pub mod rng;
 pub mod server;
 
 use std::future::Future;

@@ -87,7 +87,7 @@ mod config;
 mod curves;
 mod queueing;
 
-use super::rng::SplitMix64;
+use crate::rng::SplitMix64;
 pub use config::{
     ModelConfig, ModelError, ModelKind, DEFAULT_ATTEMPTS_PER_WORKER, DEFAULT_RUN_TICKS,
 };

@@ -1,4 +1,6 @@
-//! A tiny seeded PRNG (SplitMix64) and the binomial sampler the models use.
+//! A tiny seeded PRNG (SplitMix64) and the binomial sampler the lab's
+//! models use. A leaf at the bottom of the layers, so that any module's
+//! tests can draw seeded numbers without importing the lab.
 //!
 //! Why it is hand-written: simulated runs, tests and benchmarks must give the
 //! same numbers for the same seed forever. A crate's generator may change its
