@@ -379,6 +379,7 @@ impl ThrottleGovernor {
             clean_streak: self.state.clean_streak,
             memory_cleared: cleared,
             evidence: None,
+            confidence: None,
             latency: None,
         }
     }
@@ -435,6 +436,7 @@ impl ThrottleGovernor {
             clean_streak: self.state.clean_streak,
             memory_cleared,
             evidence: None,
+            confidence: None,
             latency: None,
         }
     }
@@ -450,7 +452,10 @@ pub mod robust;
 
 pub use exact::{Committed, RATE_RELATIVE_RESOLUTION};
 use outcome::no_traffic;
-pub use outcome::{pct, Evidence, HoldReason, Mode, Outcome, Signal, Threshold};
+pub use outcome::{
+    pct, wilson_interval, Confidence, Evidence, HoldReason, Mode, Outcome, Signal, Threshold,
+    VerdictClass,
+};
 pub use params::{Control, ParamError, Params};
 pub use profile::Profile;
 

@@ -198,6 +198,12 @@ pub struct Outcome {
     /// than this window (`None` under the seed rules).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+    /// `robust` and `gentle` only: how sure the verdict behind this
+    /// decision is (the counts it used, their 95 % interval, the levels and
+    /// the background estimate); `None` when no verdict was reached
+    /// (gathering, settling, no traffic) and under the seed rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Confidence>,
     /// The window's latency against its bound, when one is set
     /// ([`latency_bound`]); `None` without a latency bound.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -213,6 +219,96 @@ pub struct Evidence {
     pub failures: f64,
     /// How many windows were pooled.
     pub windows: u32,
+}
+
+/// What a `robust` or `gentle` verdict judged the counts to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictClass {
+    /// Below the clean level, or explained by the background.
+    Clean,
+    /// Neither clean nor a significant breach.
+    DeadBand,
+    /// Significantly above `high` (or, back where a failed probe started,
+    /// significantly above the clean level).
+    Breach,
+}
+
+impl VerdictClass {
+    /// The spelling used in logs, metrics and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictClass::Clean => "clean",
+            VerdictClass::DeadBand => "dead-band",
+            VerdictClass::Breach => "breach",
+        }
+    }
+}
+
+impl fmt::Display for VerdictClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How sure a `robust` or `gentle` verdict is (issue 30): the counts it
+/// rested on, the 95 % interval of their failure ratio, the levels it was
+/// judged against, and the background failure rate estimated at the low
+/// offers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Confidence {
+    /// What the counts were judged to be.
+    pub verdict: VerdictClass,
+    /// Resolved attempts the verdict used (one window or a pool).
+    pub attempts: f64,
+    /// Failed attempts among them.
+    pub failures: f64,
+    /// Lower end of the 95 % (Wilson score) interval of the failure ratio.
+    pub lower: f64,
+    /// Upper end of that interval.
+    pub upper: f64,
+    /// A pool is clean below this fraction (`low`, or the background plus
+    /// `low`).
+    pub clean_below: f64,
+    /// The failure bound: a breach is significantly above it.
+    pub high: f64,
+    /// The load-independent background failure rate at the low offers,
+    /// when they hold enough attempts for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<super::robust::background::BackgroundEstimate>,
+}
+
+impl Confidence {
+    /// `"clean 2/120, 95 % 0.46–5.9 %"`, with `", background 2.1 %"` when
+    /// there is one: the verdict in a few words for logs and tables.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} {}/{}, 95 % {}–{}",
+            self.verdict,
+            self.failures,
+            self.attempts,
+            pct(self.lower),
+            pct(self.upper)
+        );
+        if let Some(b) = self.background {
+            s.push_str(&format!(", background {}", pct(b.rate)));
+        }
+        s
+    }
+}
+
+/// The Wilson score interval of `failures / attempts` at 95 %: a closed
+/// form that stays inside [0, 1] and is honest at 0 and at few attempts.
+pub fn wilson_interval(failures: f64, attempts: f64) -> (f64, f64) {
+    if attempts <= 0.0 {
+        return (0.0, 1.0);
+    }
+    const Z: f64 = 1.959_963_984_540_054;
+    let p = (failures / attempts).clamp(0.0, 1.0);
+    let z2n = Z * Z / attempts;
+    let centre = (p + z2n / 2.0) / (1.0 + z2n);
+    let half = Z * (p * (1.0 - p) / attempts + z2n / (4.0 * attempts)).sqrt() / (1.0 + z2n);
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 impl Outcome {

@@ -189,6 +189,7 @@
 //! `fast-fail`, `step` and `metastable`, more on `warming`, `drift` and
 //! `bursts`).
 
+pub mod background;
 mod evidence;
 mod probe;
 mod state;
@@ -204,8 +205,8 @@ pub use tunables::{
 };
 
 use super::{
-    memory_clear_step, no_traffic, Decision, HoldReason, Outcome, Signal, Threshold,
-    ThrottleGovernor,
+    memory_clear_step, no_traffic, wilson_interval, Confidence, Decision, HoldReason, Outcome,
+    Signal, Threshold, ThrottleGovernor, VerdictClass,
 };
 #[cfg(test)]
 use evidence::{ln_factorial, significant_breach, significantly_above};
@@ -255,8 +256,8 @@ impl ThrottleGovernor {
         let signal = Signal {
             threshold: Some(match judgement {
                 Judgement::Breach(_) => Threshold::High(p.high),
-                Judgement::Clean(_) => Threshold::Low(p.low),
-                Judgement::Band(_) => Threshold::Band(p.low, p.high),
+                Judgement::Clean(_) => Threshold::Low(self.robust.thresholds.clean_below),
+                Judgement::Band(_) => Threshold::Band(self.robust.thresholds.clean_below, p.high),
             }),
             ..signal
         };
@@ -302,7 +303,9 @@ impl ThrottleGovernor {
         if let Some(bad) = self.state.last_bad {
             let (streak, clear) = memory_clear_step(
                 self.state.clean_streak,
-                clean && frac < CLEAR_BELOW * p.low && self.at_or_above(from, bad),
+                clean
+                    && self.robust.thresholds.excess(frac) < CLEAR_BELOW * p.low
+                    && self.at_or_above(from, bad),
             );
             self.state.clean_streak = streak;
             if clear {
@@ -377,6 +380,9 @@ impl ThrottleGovernor {
             }
             Decision::Up(to) => {
                 let outcome = self.move_up(from, to, signal, memory_cleared);
+                if clean {
+                    self.robust.background.climbed();
+                }
                 self.robust.moved();
                 self.robust.in_episode = false;
                 if kind == Move::Additive {
@@ -405,6 +411,23 @@ impl ThrottleGovernor {
                 self.hold(reason, Some(signal), memory_cleared)
             }
         };
+        let (n, f) = evidence.map_or((attempts, failures), |e| (e.attempts, e.failures));
+        let (lower, upper) = wilson_interval(f, n);
+        let t = self.robust.thresholds;
+        outcome.confidence = Some(Confidence {
+            verdict: match judgement {
+                Judgement::Breach(_) => VerdictClass::Breach,
+                Judgement::Band(_) => VerdictClass::DeadBand,
+                Judgement::Clean(_) => VerdictClass::Clean,
+            },
+            attempts: n,
+            failures: f,
+            lower,
+            upper,
+            clean_below: t.clean_below,
+            high: p.high,
+            background: t.estimate,
+        });
         outcome.evidence = evidence;
         outcome
     }

@@ -46,7 +46,7 @@ impl Core {
             self.committed_sum().map(|v| self.clamp(v))
         };
         ev.push(Event::Window {
-            outcome,
+            outcome: Box::new(outcome),
             at,
             window_secs: early.map_or(self.policy.window_secs, |b| b.secs),
             unconfirmed,

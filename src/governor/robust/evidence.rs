@@ -7,9 +7,10 @@
 //! evidence too. They are statistics, not policy: the decision made from a
 //! verdict is [`super::probe`]'s.
 
+use super::background::Thresholds;
 use super::state::{Judgement, Verdict};
 use super::tunables::{BREACH_WINDOWS, BURST_NOT_FALLING, EVIDENCE_ALPHA, PLATEAU_SHARE};
-use crate::governor::{Evidence, HoldReason, ThrottleGovernor};
+use crate::governor::{Evidence, HoldReason, ThrottleGovernor, SAFE_ZONE};
 
 /// `ln(n!)`: exact below 20, else Stirling's series (error below 1e-12).
 pub(super) fn ln_factorial(n: f64) -> f64 {
@@ -84,9 +85,16 @@ pub(super) fn significant_breach(failures: f64, attempts: f64, high: f64) -> boo
 /// Whether `failures` of `attempts` show, at significance
 /// [`EVIDENCE_ALPHA`], a failure probability above `level`.
 pub(super) fn significantly_above(failures: f64, attempts: f64, level: f64) -> bool {
-    attempts > 0.0
-        && failures / attempts > level
-        && binomial_tail(failures, attempts, level) <= EVIDENCE_ALPHA
+    significantly_above_at(failures, attempts, level, EVIDENCE_ALPHA)
+}
+
+/// Whether `failures` of `attempts` show, at significance `alpha`, a
+/// failure probability above `level` (`level` 0: any failure does).
+pub(super) fn significantly_above_at(failures: f64, attempts: f64, level: f64, alpha: f64) -> bool {
+    if attempts <= 0.0 || failures / attempts <= level {
+        return false;
+    }
+    level <= 0.0 || binomial_tail(failures, attempts, level) <= alpha
 }
 
 impl ThrottleGovernor {
@@ -117,7 +125,7 @@ impl ThrottleGovernor {
         if let Some(burst) = self.robust.burst.take() {
             // Congestion answers a lower offer with fewer failures; a burst
             // does not care, and a one-window burst is simply over.
-            if frac < p.low {
+            if frac < self.robust.thresholds.clean_below {
                 return Verdict::BurstOver(burst, false);
             }
             if frac >= BURST_NOT_FALLING * burst.frac {
@@ -136,7 +144,20 @@ impl ThrottleGovernor {
     /// Adds a window to the pools and says whether they give a verdict.
     pub(super) fn pool(&mut self, attempts: f64, failures: f64) -> Verdict {
         let p = self.params;
+        let offer = self.state.current;
         let r = &mut self.robust;
+        let opening = self.state.last_bad.is_none() && r.last_clean.is_none();
+        r.thresholds = Thresholds::new(p.low, p.high, r.background.at(offer, opening));
+        // Only a window well below the last wall witnesses the background:
+        // near a wall, failures are the load's (a capacity that halved, or
+        // rose, leaves such windows at offers that later look low).
+        if self
+            .state
+            .last_bad
+            .is_none_or(|bad| offer < SAFE_ZONE * bad)
+        {
+            r.background.hold(offer, attempts, failures);
+        }
         r.pool_attempts += attempts;
         r.pool_failures += failures;
         r.pool_windows += 1;
@@ -174,11 +195,12 @@ impl ThrottleGovernor {
                 evidence,
             };
         }
-        if n * p.low >= 1.0 {
+        let t = r.thresholds;
+        if n >= t.min_attempts() {
             let frac = f / n;
-            let judgement = if frac < p.low {
+            let judgement = if t.is_clean(f, n) {
                 Judgement::Clean(frac)
-            } else if r.retreated && significantly_above(f, n, p.low) {
+            } else if r.retreated && significantly_above(f, n, t.clean_below) {
                 // Back at an offer that was clean, and clearly not clean any
                 // more: state left by the probe (retries, a backlog) keeps
                 // failing. Only a real back-off drains it.
@@ -193,7 +215,7 @@ impl ThrottleGovernor {
         }
         // Slow start climbs on one clean window, as fast as the default;
         // the thin failures pooled before it were inconclusive.
-        if self.state.last_bad.is_none() && failures / attempts < p.low {
+        if self.state.last_bad.is_none() && t.is_clean(failures, attempts) {
             return Verdict::Decide {
                 judgement: Judgement::Clean(failures / attempts),
                 evidence: None,

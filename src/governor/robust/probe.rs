@@ -8,9 +8,7 @@
 //! only decides; [`super`] applies the decision to the memory.
 
 use super::state::{Judgement, Move};
-use super::tunables::{
-    BAND_BACK_OFF, BAND_PATIENCE, BAND_RETREAT_ABOVE, SLOW_START_DOUBLING_BELOW,
-};
+use super::tunables::{BAND_BACK_OFF, BAND_PATIENCE, SLOW_START_DOUBLING_BELOW};
 use crate::governor::{back_off_factor, probe_step, safe_zone_top, Decision, ThrottleGovernor};
 
 impl ThrottleGovernor {
@@ -49,7 +47,7 @@ impl ThrottleGovernor {
                 };
                 return (d, kind);
             }
-            Judgement::Band(f) if f <= BAND_RETREAT_ABOVE * p.high => {
+            Judgement::Band(f) if f <= r.thresholds.retreat_above() => {
                 // Failing a little for good costs failures without goodput
                 // on a target that rejects the excess: after a while in the
                 // band, step down by one probe.

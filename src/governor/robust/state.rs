@@ -7,6 +7,7 @@
 //! sets this memory; the fields, with what each one means, are its
 //! reference, and keeping them apart from the rules keeps both readable.
 
+use super::background::{Background, Thresholds};
 #[cfg(doc)]
 use super::tunables::SLOW_START_DOUBLING_BELOW;
 use super::tunables::{Tunables, BREACH_WINDOWS, MAX_DWELL, SLOW_START_GAIN};
@@ -73,6 +74,10 @@ pub struct RobustState {
     pub(super) best_yield: f64,
     /// The profile's numbers.
     pub(super) tunables: Tunables,
+    /// The counts at every offer, for the background estimate.
+    pub(super) background: Background,
+    /// The verdict levels of the last pooled window.
+    pub(super) thresholds: Thresholds,
 }
 
 impl Default for RobustState {
@@ -112,6 +117,8 @@ impl RobustState {
             opening_gain: SLOW_START_GAIN,
             best_yield: 0.0,
             tunables: tunables.unwrap_or(Tunables::ROBUST),
+            background: Background::default(),
+            thresholds: Thresholds::new(0.0, 0.0, None),
         }
     }
 
@@ -122,6 +129,7 @@ impl RobustState {
     }
 
     pub(super) fn moved(&mut self) {
+        self.background.left();
         self.calm_run = 0;
         self.band_run = 0;
         self.empty_pool();

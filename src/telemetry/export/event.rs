@@ -44,8 +44,8 @@ pub enum Event {
     },
     /// One window's outcome (decided, held or discarded).
     Window {
-        /// The outcome.
-        outcome: Outcome,
+        /// The outcome (boxed: it is the largest variant by far).
+        outcome: Box<Outcome>,
         /// Seconds since the task started.
         at: f64,
         /// The window's length in seconds.

@@ -24,7 +24,7 @@ fn window(e: &Exporter, failures: f64) {
     let mut g = ThrottleGovernor::new(p);
     g.step(0.0, 0.0);
     e.emit(Event::Window {
-        outcome: g.step(200.0, failures),
+        outcome: Box::new(g.step(200.0, failures)),
         at: 1.0,
         window_secs: 1.0,
         unconfirmed: false,

@@ -1,0 +1,308 @@
+//! The load-independent background failure rate, estimated from the
+//! lowest offers, and the verdict thresholds it moves (issue 30).
+//!
+//! Why it exists: many real targets fail a share of attempts whatever the
+//! load (a flaky dependency, a 404 in the script, a test that expects a few
+//! errors). With 2 % of attempts failing at every offer and `low` at 1 %,
+//! every window with enough attempts to judge sits in the dead band: no
+//! window is clean, so the governor never climbs, and on a large sample it
+//! stalls at a few percent of the capacity. A failure the target shows at
+//! an offer far below the wall is not the offer's doing. So:
+//!
+//! - **The estimate.** Every pooled window (settle windows excluded: they
+//!   may carry the previous offer's failures) is filed under its offer, in
+//!   quarter-octave buckets. The background at an offer `x` is the pooled
+//!   failure ratio of the windows at offers of at most `x / 2`
+//!   ([`REFERENCE_SHARE`]) that hold at least [`MIN_REFERENCE`] attempts:
+//!   half the offer is below any wall the governor is near, and the opening
+//!   slow start, which doubles, always leaves such windows behind. Without
+//!   enough of them there is no estimate and the rules are robust's as
+//!   before.
+//! - **What it moves.** With a background `b`, a pool is *clean* when its
+//!   fraction is below `b + low` ([`Thresholds::clean_below`]), or when it
+//!   is not significantly (at [`BAND_ALPHA`]) above `b`: the counts do not
+//!   show any failure the background does not explain. It is in the *dead
+//!   band* only when both fail. The fewest attempts for a verdict become
+//!   `1 / (b + low)`, the fewest for which one failure can leave a pool
+//!   clean. A *breach* is unchanged: significantly above `high`, which is
+//!   the user's bound on all failures, the background's included.
+//!
+//! With no failure at the low offers the estimate is 0 and every rule is
+//! exactly robust's: a failure is always significantly above a background
+//! of 0, and `0 + low` is `low`.
+//!
+//! What it may touch: nothing outside the governor; no clock, no I/O.
+
+use serde::Serialize;
+
+use super::evidence::significantly_above_at;
+use super::tunables::BAND_RETREAT_ABOVE;
+
+/// The background at an offer is read from offers of at most this share
+/// of it.
+pub const REFERENCE_SHARE: f64 = 0.5;
+/// The fewest attempts at the low offers for an estimate.
+pub const MIN_REFERENCE: f64 = 30.0;
+/// The estimate reads the lowest offers only, up to the first quarter-octave
+/// that brings it to this many attempts: the lower the offer, the surer
+/// that its failures are not the load's (a wall that halved and recovered
+/// leaves failing windows at offers that later look low).
+pub const ENOUGH_REFERENCE: f64 = 500.0;
+/// A pool at or above `b + low` is in the dead band only when its failures
+/// are above the background `b` at this significance (a one-sided exact
+/// binomial test): otherwise the background explains them.
+pub const BAND_ALPHA: f64 = 0.05;
+/// The clean level `b + low` never exceeds this share of the way from
+/// `low` to `high`, so that a large background leaves a dead band.
+/// (Above it, a pool is still clean when the background explains it.)
+pub const MAX_CLEAN_SHARE: f64 = 0.5;
+
+/// Buckets per octave of offer.
+const PER_OCTAVE: f64 = 4.0;
+/// Buckets: offers from 2^-8 to 2^24 (quarter octaves); offers outside
+/// are filed in the end buckets.
+const BUCKETS: usize = 128;
+/// The bucket of offer 1.
+const OFFSET: f64 = 32.0;
+
+/// The counts per quarter-octave of offer that witness the background,
+/// and the windows at the current offer waiting to become witnesses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Background {
+    attempts: [f64; BUCKETS],
+    failures: [f64; BUCKETS],
+    /// The current offer's windows: (offer, attempts, failures).
+    pending: (f64, f64, f64),
+}
+
+impl Default for Background {
+    fn default() -> Self {
+        Background {
+            attempts: [0.0; BUCKETS],
+            failures: [0.0; BUCKETS],
+            pending: (0.0, 0.0, 0.0),
+        }
+    }
+}
+
+/// The background estimate at an offer, with the counts behind it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BackgroundEstimate {
+    /// The background failure probability: failures over attempts at the
+    /// low offers.
+    pub rate: f64,
+    /// Attempts at the low offers.
+    pub attempts: f64,
+    /// Failures among them.
+    pub failures: f64,
+}
+
+fn k_of(offer: f64) -> usize {
+    let k = (offer.max(f64::MIN_POSITIVE).log2() * PER_OCTAVE).floor() + OFFSET;
+    k.clamp(0.0, (BUCKETS - 1) as f64) as usize
+}
+
+impl Background {
+    /// Holds a window at `offer` until the governor climbs from it
+    /// ([`Background::climbed`]) or leaves it otherwise
+    /// ([`Background::left`]).
+    pub fn hold(&mut self, offer: f64, attempts: f64, failures: f64) {
+        if !(offer > 0.0 && attempts > 0.0 && failures >= 0.0) {
+            return;
+        }
+        if self.pending.0 != offer {
+            self.pending = (offer, 0.0, 0.0);
+        }
+        self.pending.1 += attempts;
+        self.pending.2 += failures.min(attempts);
+    }
+
+    /// The governor climbs from the held windows' offer: they were judged
+    /// clean there, so they witness the background from now on.
+    pub fn climbed(&mut self) {
+        let (offer, n, f) = std::mem::take(&mut self.pending);
+        if n > 0.0 {
+            let k = k_of(offer);
+            self.attempts[k] += n;
+            self.failures[k] += f;
+        }
+    }
+
+    /// The offer moves without a climb from it (a back-off, a retreat, a
+    /// change from outside): the held windows witness nothing.
+    pub fn left(&mut self) {
+        self.pending = (0.0, 0.0, 0.0);
+    }
+
+    /// The estimate at `offer`: the witnesses in the quarter-octaves that
+    /// begin at or below [`REFERENCE_SHARE`] of it. In the `opening` (no
+    /// climb yet, so nothing below), the held windows at the opening offer
+    /// count: what fails there is the background as far as anything can
+    /// tell. `None` below [`MIN_REFERENCE`] attempts.
+    pub fn at(&self, offer: f64, opening: bool) -> Option<BackgroundEstimate> {
+        let top = offer * REFERENCE_SHARE;
+        let (mut n, mut f) = if opening {
+            (self.pending.1, self.pending.2)
+        } else {
+            (0.0, 0.0)
+        };
+        for k in 0..BUCKETS {
+            let lower_edge = ((k as f64 - OFFSET) / PER_OCTAVE).exp2();
+            if lower_edge > top * (1.0 + 1e-9) || n >= ENOUGH_REFERENCE {
+                break;
+            }
+            n += self.attempts[k];
+            f += self.failures[k];
+        }
+        (n >= MIN_REFERENCE).then(|| BackgroundEstimate {
+            rate: f / n,
+            attempts: n,
+            failures: f,
+        })
+    }
+}
+
+/// The verdict levels of one pool, given the background.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    /// The estimate the levels came from.
+    pub estimate: Option<BackgroundEstimate>,
+    /// The background rate (0 without an estimate).
+    pub background: f64,
+    /// A pool is clean below this fraction: `background + low`, at most
+    /// [`MAX_CLEAN_SHARE`] of the way from `low` to `high`.
+    pub clean_below: f64,
+    /// The user's bound.
+    pub high: f64,
+}
+
+impl Thresholds {
+    /// The levels for `low`, `high` and an optional estimate.
+    pub fn new(low: f64, high: f64, estimate: Option<BackgroundEstimate>) -> Self {
+        let background = estimate.map_or(0.0, |e| e.rate);
+        let cap = low + MAX_CLEAN_SHARE * (high - low).max(0.0);
+        Thresholds {
+            estimate,
+            background,
+            clean_below: (background + low).min(cap.max(low)),
+            high,
+        }
+    }
+
+    /// The fewest attempts for a verdict: one failure can leave them clean.
+    pub fn min_attempts(&self) -> f64 {
+        1.0 / self.clean_below
+    }
+
+    /// Whether `failures` of `attempts` are clean: below the clean level,
+    /// or not significantly above the background.
+    pub fn is_clean(&self, failures: f64, attempts: f64) -> bool {
+        failures / attempts < self.clean_below
+            || (self.background > 0.0
+                && !significantly_above_at(failures, attempts, self.background, BAND_ALPHA))
+    }
+
+    /// A probe whose first verdict is in the dead band above this fraction
+    /// is undone: [`BAND_RETREAT_ABOVE`] of the way from the background to
+    /// `high`, never below the clean level (`BAND_RETREAT_ABOVE × high`
+    /// without a background, as robust's rule).
+    pub fn retreat_above(&self) -> f64 {
+        (self.background + BAND_RETREAT_ABOVE * (self.high - self.background).max(0.0))
+            .max(self.clean_below)
+    }
+
+    /// The failures above the background, as a fraction.
+    pub fn excess(&self, frac: f64) -> f64 {
+        (frac - self.background).max(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn witness(b: &mut Background, offer: f64, attempts: f64, failures: f64) {
+        b.hold(offer, attempts, failures);
+        b.climbed();
+    }
+
+    #[test]
+    fn no_failures_at_low_offers_means_no_background() {
+        let mut b = Background::default();
+        for offer in [1.0, 2.0, 4.0, 8.0] {
+            witness(&mut b, offer, offer * 20.0, 0.0);
+        }
+        let e = b.at(16.0, false).expect("enough attempts");
+        assert_eq!(e.rate, 0.0);
+        assert_eq!(e.attempts, 300.0);
+        let t = Thresholds::new(0.01, 0.05, Some(e));
+        assert_eq!(t.clean_below, 0.01);
+        // Exactly robust's rule: any failure at or above low is the band.
+        assert!(!t.is_clean(2.0, 100.0));
+        assert!(t.is_clean(0.0, 100.0));
+        assert!((t.retreat_above() - 0.02).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_estimate_reads_only_offers_climbed_from_at_most_half() {
+        let mut b = Background::default();
+        witness(&mut b, 4.0, 100.0, 2.0);
+        witness(&mut b, 8.0, 100.0, 50.0);
+        // At 10, only offer 4 is at most 5.
+        let e = b.at(10.0, false).unwrap();
+        assert_eq!((e.attempts, e.failures), (100.0, 2.0));
+        // At 16 both are.
+        assert_eq!(b.at(16.0, false).unwrap().attempts, 200.0);
+        // An offer left by a back-off witnesses nothing.
+        b.hold(2.0, 1000.0, 500.0);
+        b.left();
+        assert_eq!(b.at(16.0, false).unwrap().attempts, 200.0);
+        // Too few attempts: no estimate.
+        let mut thin = Background::default();
+        witness(&mut thin, 4.0, 20.0, 1.0);
+        assert!(thin.at(16.0, false).is_none());
+    }
+
+    #[test]
+    fn in_the_opening_the_opening_offers_windows_count() {
+        let mut b = Background::default();
+        b.hold(1.0, 150.0, 5.0);
+        assert!(b.at(1.0, false).is_none());
+        let e = b.at(1.0, true).unwrap();
+        assert_eq!((e.attempts, e.failures), (150.0, 5.0));
+    }
+
+    #[test]
+    fn a_background_moves_the_clean_level_and_stays_below_high() {
+        let est = |rate| BackgroundEstimate {
+            rate,
+            attempts: 1000.0,
+            failures: rate * 1000.0,
+        };
+        let t = Thresholds::new(0.01, 0.05, Some(est(0.02)));
+        assert!((t.clean_below - 0.03).abs() < 1e-12);
+        let t = Thresholds::new(0.01, 0.05, Some(est(0.04)));
+        assert!((t.clean_below - 0.03).abs() < 1e-12, "capped halfway");
+    }
+
+    #[test]
+    fn one_failure_in_40_at_2_percent_is_clean_30_is_not() {
+        let t = Thresholds::new(
+            0.01,
+            0.05,
+            Some(BackgroundEstimate {
+                rate: 0.02,
+                attempts: 500.0,
+                failures: 10.0,
+            }),
+        );
+        assert!(t.min_attempts() <= 40.0);
+        assert!(t.is_clean(1.0, 40.0));
+        assert!(!t.is_clean(30.0, 40.0));
+        // The same counts at 4,000 attempts decide as the point estimate:
+        // 2.5 % is below 3 %, 75 % is not; 3.5 % is not either.
+        assert!(t.is_clean(100.0, 4000.0));
+        assert!(!t.is_clean(3000.0, 4000.0));
+        assert!(!t.is_clean(140.0, 4000.0));
+    }
+}
