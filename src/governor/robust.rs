@@ -265,10 +265,12 @@ impl ThrottleGovernor {
         let from = self.state.current;
         let clean = matches!(judgement, Judgement::Clean(_));
         let additive_from = self.robust.additive_from.take();
+        let probing_from = self.robust.probing_from;
         let fresh_up = std::mem::take(&mut self.robust.fresh_up);
         let returned = std::mem::take(&mut self.robust.retreated);
         let plateau = clean && self.plateau(pooled_successes, from * f64::from(pooled_windows));
         if clean {
+            self.robust.probing_from = None;
             self.robust.in_episode = false;
             self.robust.last_clean = Some(from);
             self.robust.clean_run += 1;
@@ -318,13 +320,28 @@ impl ThrottleGovernor {
         }
 
         let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up, plateau);
+        let offer_all = self.robust.offer_all;
+        if kind == Move::Excuse {
+            if let Some((n, f)) = self.robust.stepped_down.take() {
+                self.robust
+                    .background
+                    .excuse(n + offer_all.0, f + offer_all.1);
+            }
+        }
+        if clean || matches!(judgement, Judgement::Breach(_)) {
+            self.robust.stepped_down = None;
+        }
         let decision = p.round(self.exact_up(raw, from), from);
         if kind == Move::Retreat && decision != Decision::Hold {
             self.robust.retreated = true;
         }
         let mut outcome = match decision {
             Decision::Down(to) => {
-                if let Some(start) = additive_from {
+                let failed_probe = additive_from.or(match kind {
+                    Move::Retreat => probing_from,
+                    _ => None,
+                });
+                if let Some(start) = failed_probe {
                     self.robust.probe_failed();
                     // What the probe cost: the failures at its offer (the
                     // pool that decided holds this window too).
@@ -369,6 +386,7 @@ impl ThrottleGovernor {
                     _ => None,
                 };
                 self.robust.moved();
+                self.robust.stepped_down = (kind == Move::Settle).then_some(offer_all);
                 self.robust.settle = true;
                 self.robust.last_down_frac = frac;
                 self.robust.reprobe = None;
@@ -380,6 +398,7 @@ impl ThrottleGovernor {
             }
             Decision::Up(to) => {
                 let outcome = self.move_up(from, to, signal, memory_cleared);
+                self.robust.stepped_down = None;
                 if clean {
                     self.robust.background.climbed();
                 }
@@ -387,6 +406,7 @@ impl ThrottleGovernor {
                 self.robust.in_episode = false;
                 if kind == Move::Additive {
                     self.robust.additive_from = Some(from);
+                    self.robust.probing_from = Some(from);
                 }
                 self.robust.fresh_up = true;
                 if self.state.last_bad.is_none()

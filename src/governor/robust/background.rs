@@ -73,6 +73,9 @@ pub struct Background {
     failures: [f64; BUCKETS],
     /// The current offer's windows: (offer, attempts, failures).
     pending: (f64, f64, f64),
+    /// Counts shown not to follow the load: a step down out of a lasting
+    /// dead band that failed as much one probe lower.
+    excused: (f64, f64),
 }
 
 impl Default for Background {
@@ -81,6 +84,7 @@ impl Default for Background {
             attempts: [0.0; BUCKETS],
             failures: [0.0; BUCKETS],
             pending: (0.0, 0.0, 0.0),
+            excused: (0.0, 0.0),
         }
     }
 }
@@ -128,6 +132,15 @@ impl Background {
         }
     }
 
+    /// Counts that a step down showed not to follow the load: they witness
+    /// the background at every offer.
+    pub fn excuse(&mut self, attempts: f64, failures: f64) {
+        if attempts > 0.0 && failures >= 0.0 {
+            self.excused.0 += attempts;
+            self.excused.1 += failures.min(attempts);
+        }
+    }
+
     /// The offer moves without a climb from it (a back-off, a retreat, a
     /// change from outside): the held windows witness nothing.
     pub fn left(&mut self) {
@@ -141,11 +154,11 @@ impl Background {
     /// tell. `None` below [`MIN_REFERENCE`] attempts.
     pub fn at(&self, offer: f64, opening: bool) -> Option<BackgroundEstimate> {
         let top = offer * REFERENCE_SHARE;
-        let (mut n, mut f) = if opening {
-            (self.pending.1, self.pending.2)
-        } else {
-            (0.0, 0.0)
-        };
+        let (mut n, mut f) = self.excused;
+        if opening {
+            n += self.pending.1;
+            f += self.pending.2;
+        }
         for k in 0..BUCKETS {
             let lower_edge = ((k as f64 - OFFSET) / PER_OCTAVE).exp2();
             if lower_edge > top * (1.0 + 1e-9) || n >= ENOUGH_REFERENCE {

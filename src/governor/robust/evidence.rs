@@ -158,6 +158,8 @@ impl ThrottleGovernor {
         {
             r.background.hold(offer, attempts, failures);
         }
+        r.offer_all.0 += attempts;
+        r.offer_all.1 += failures;
         r.pool_attempts += attempts;
         r.pool_failures += failures;
         r.pool_windows += 1;
@@ -214,8 +216,15 @@ impl ThrottleGovernor {
             };
         }
         // Slow start climbs on one clean window, as fast as the default;
-        // the thin failures pooled before it were inconclusive.
-        if self.state.last_bad.is_none() && t.is_clean(failures, attempts) {
+        // the thin failures pooled before it were inconclusive. So does a
+        // reclimb well below the last wall (under the safe zone): there a
+        // window has few attempts, and pooling a full sample at an offer
+        // far below the capacity would take tens of windows.
+        let far_below = self
+            .state
+            .last_bad
+            .is_none_or(|bad| offer < SAFE_ZONE * bad);
+        if far_below && t.is_clean(failures, attempts) {
             return Verdict::Decide {
                 judgement: Judgement::Clean(failures / attempts),
                 evidence: None,

@@ -7,8 +7,9 @@
 //! probe that waits (its dwell, and the cost a failed probe left owed). It
 //! only decides; [`super`] applies the decision to the memory.
 
+use super::evidence::significantly_above;
 use super::state::{Judgement, Move};
-use super::tunables::{BAND_BACK_OFF, BAND_PATIENCE, SLOW_START_DOUBLING_BELOW};
+use super::tunables::{BAND_BACK_OFF, BAND_PATIENCE, BURST_NOT_FALLING, SLOW_START_DOUBLING_BELOW};
 use crate::governor::{back_off_factor, probe_step, safe_zone_top, Decision, ThrottleGovernor};
 
 impl ThrottleGovernor {
@@ -47,11 +48,42 @@ impl ThrottleGovernor {
                 };
                 return (d, kind);
             }
-            Judgement::Band(f) if f <= r.thresholds.retreat_above() => {
-                // Failing a little for good costs failures without goodput
-                // on a target that rejects the excess: after a while in the
-                // band, step down by one probe.
-                if r.band_run >= BAND_PATIENCE {
+            Judgement::Band(f) => {
+                if f > r.thresholds.retreat_above() {
+                    match additive_from {
+                        Some(start) if start < from => {
+                            return (Decision::Down(start.max(p.floor)), Move::Retreat);
+                        }
+                        // A larger Up that lands in the dead band backs off
+                        // by the default's smallest step.
+                        None if fresh_up => {
+                            return (
+                                Decision::Down((from * BAND_BACK_OFF).max(p.floor)),
+                                Move::Retreat,
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+                // Failing for good costs failures without goodput on a
+                // target that rejects the excess: once the counts at this
+                // offer show failures above the clean level (or after a
+                // while in the band), a probe that got here goes back where
+                // it started, and any other offer steps down by one probe.
+                let (n, failed) = r.offer_all;
+                let lasting = significantly_above(failed, n, r.thresholds.clean_below)
+                    || r.band_run >= BAND_PATIENCE;
+                if lasting {
+                    // Stepped down out of a lasting band and failing here
+                    // as much: the failures do not follow the load.
+                    if let Some((pn, pf)) = r.stepped_down {
+                        if n > 0.0 && pn > 0.0 && failed / n >= BURST_NOT_FALLING * (pf / pn) {
+                            return (Decision::Hold, Move::Excuse);
+                        }
+                    }
+                    if let Some(start) = r.probing_from.filter(|&s| s < from) {
+                        return (Decision::Down(start.max(p.floor)), Move::Retreat);
+                    }
                     let step = self.state.last_bad.map_or(1.0, probe_step);
                     let target = (from - step).max(p.floor);
                     if target < from {
@@ -59,20 +91,6 @@ impl ThrottleGovernor {
                     }
                 }
                 return (Decision::Hold, Move::Plain);
-            }
-            Judgement::Band(_) => {
-                return match additive_from {
-                    Some(start) if start < from => {
-                        (Decision::Down(start.max(p.floor)), Move::Retreat)
-                    }
-                    // A larger Up that lands in the dead band backs off by
-                    // the default's smallest step.
-                    None if fresh_up => (
-                        Decision::Down((from * BAND_BACK_OFF).max(p.floor)),
-                        Move::Retreat,
-                    ),
-                    _ => (Decision::Hold, Move::Plain),
-                };
             }
             Judgement::Clean(_) => {}
         }

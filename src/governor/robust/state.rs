@@ -44,6 +44,15 @@ pub struct RobustState {
     pub(super) clean_before_down: Option<f64>,
     /// Set by an additive Up until its first verdict: the offer it left.
     pub(super) additive_from: Option<f64>,
+    /// Set by an additive Up until a clean verdict or the next movement:
+    /// the offer it left (a probe in the dead band is still a probe).
+    pub(super) probing_from: Option<f64>,
+    /// Every pooled window at the current offer since it was reached, as
+    /// (attempts, failures): the evidence that an offer fails for good.
+    pub(super) offer_all: (f64, f64),
+    /// Set by a step down out of a lasting dead band, until an Up, a clean
+    /// verdict or a breach: the counts at the offer it left.
+    pub(super) stepped_down: Option<(f64, f64)>,
     /// Set by any Up until its first verdict.
     pub(super) fresh_up: bool,
     /// Set by a retreat until its first verdict.
@@ -104,6 +113,9 @@ impl RobustState {
             last_clean: None,
             clean_before_down: None,
             additive_from: None,
+            probing_from: None,
+            stepped_down: None,
+            offer_all: (0.0, 0.0),
             fresh_up: false,
             retreated: false,
             in_episode: false,
@@ -130,6 +142,8 @@ impl RobustState {
 
     pub(super) fn moved(&mut self) {
         self.background.left();
+        self.probing_from = None;
+        self.offer_all = (0.0, 0.0);
         self.calm_run = 0;
         self.band_run = 0;
         self.empty_pool();
@@ -204,4 +218,7 @@ pub(super) enum Move {
     Retreat,
     /// A step down out of a lasting dead band.
     Settle,
+    /// A hold: the step down out of a lasting dead band did not lower the
+    /// failures, so they are the background's.
+    Excuse,
 }

@@ -264,26 +264,89 @@ fn early_clean_windows_do_not_hide_a_breach_now() {
     // The recent windows at the offer pool too: 9 failures of 100 are no
     // significant breach alone, a few such windows together are.
     assert!(!significant_breach(9.0, 100.0, 0.05));
+    // (The first such window already shows failures above the clean level
+    // for sure: it steps down one probe, not a back-off.)
     let mut g = at_ceiling();
-    let first_down = (0..8).find(|_| g.step(100.0, 9.0).decision_str() == "down");
-    assert!(
-        matches!(first_down, Some(i) if i >= 1),
-        "not on the first window, but within 8: {first_down:?}"
-    );
+    let first = g.step(100.0, 9.0);
+    assert!(first.to >= 99.0, "{first:?}");
+    let breach = (0..8).find(|_| {
+        let o = g.step(100.0, 9.0);
+        o.decision_str() == "down" && o.to <= 0.92 * o.from
+    });
+    assert!(breach.is_some(), "a back-off within 8 windows");
 }
 
 #[test]
 fn a_lasting_dead_band_steps_down_a_probe() {
+    // 1.1 % for good: not significantly above low for a long while, so
+    // the patience decides: the default holds, robust steps down 2 % of
+    // last_bad after BAND_PATIENCE verdicts.
     let mut g = robust(100.0, Some(150.0));
     let mut d = default(100.0, Some(150.0));
     for i in 1..BAND_PATIENCE {
-        assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
-        assert_hold(&d.step(1000.0, 15.0), HoldReason::DeadBand);
+        assert_hold(&g.step(1000.0, 11.0), HoldReason::DeadBand);
+        assert_hold(&d.step(1000.0, 11.0), HoldReason::DeadBand);
         assert!(i < BAND_PATIENCE);
     }
-    // 1.5 % for good: the default holds, robust steps down 2 % of last_bad.
+    assert_to(&g.step(1000.0, 11.0), "down", 97.0);
+    assert_hold(&d.step(1000.0, 11.0), HoldReason::DeadBand);
+}
+
+#[test]
+fn a_dead_band_the_counts_show_for_sure_steps_down_at_once() {
+    // 1.5 % of 1,000: one or two windows are no proof; three (45 of
+    // 3,000 against 1 %) are, so robust steps down a probe at the third
+    // verdict.
+    assert!(!significantly_above(30.0, 2000.0, 0.01));
+    assert!(significantly_above(45.0, 3000.0, 0.01));
+    let mut g = robust(100.0, Some(150.0));
+    assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
+    assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
     assert_to(&g.step(1000.0, 15.0), "down", 97.0);
-    assert_hold(&d.step(1000.0, 15.0), HoldReason::DeadBand);
+    // At 4 % the first window is proof enough.
+    let mut g = robust(100.0, Some(150.0));
+    assert_to(&g.step(1000.0, 40.0), "down", 97.0);
+}
+
+#[test]
+fn a_probe_that_sits_in_the_dead_band_for_sure_goes_back_and_counts_as_failed() {
+    let mut g = robust(100.0, Some(120.0));
+    // Clean at 100: a probe of 2 % of last_bad (2.4).
+    let up = g.step(1000.0, 0.0);
+    assert_to(&up, "up", 102.4);
+    // 1.5 % at the probe: held (not proof yet), then proof: back to 100.
+    assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
+    assert_hold(&g.step(1000.0, 15.0), HoldReason::DeadBand);
+    let back = g.step(1000.0, 15.0);
+    assert_to(&back, "down", 100.0);
+    // A failed probe: the next one waits for two clean verdicts.
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
+}
+
+#[test]
+fn a_step_down_that_does_not_lower_the_failures_excuses_them_as_background() {
+    // 1.5 % at 100 for sure: a step down to 97; 1.5 % there too: the
+    // failures do not follow the load. They become the background, and
+    // 1.5 % is then clean: the governor climbs again.
+    let mut g = robust(100.0, Some(150.0));
+    g.step(1000.0, 15.0);
+    g.step(1000.0, 15.0);
+    assert_to(&g.step(1000.0, 15.0), "down", 97.0);
+    assert_hold(&g.step(1000.0, 15.0), HoldReason::Settling);
+    let mut excused = None;
+    for i in 0..8 {
+        let o = g.step(1000.0, 15.0);
+        assert_ne!(o.decision_str(), "down", "window {i}: {o:?}");
+        if let Some(b) = o.confidence.and_then(|c| c.background) {
+            excused = Some(b);
+        }
+        if o.decision_str() == "up" {
+            break;
+        }
+    }
+    let b = excused.expect("a background estimate from the excused counts");
+    assert!((b.rate - 0.015).abs() < 1e-9, "{b:?}");
 }
 
 #[test]
@@ -618,4 +681,64 @@ fn the_probe_dwell_keeps_doubling_past_32_verdicts() {
     }
     assert_eq!(g.robust.dwell, MAX_DWELL);
     assert_eq!(MAX_DWELL, 128);
+}
+
+/// A gentle governor at 8 that climbed there from 4, where 100 attempts
+/// failed 2 % (2): the background at 8 is 2 %.
+fn gentle_with_background() -> ThrottleGovernor {
+    let p = Params::new(Control::Concurrency, Some(1000.0), 1.0, None, 0.05, None).unwrap();
+    let mut g = ThrottleGovernor::with_profile(p, Profile::Gentle);
+    let _ = g.set_current(4.0);
+    // The first window at the opening offer has nothing to compare with,
+    // and too few attempts for a verdict of its own.
+    assert_hold(&g.step(50.0, 1.0), HoldReason::Gathering);
+    // Then the opening offer's own failures are the background as far as
+    // anything can tell: 2 % is clean there, and the governor climbs.
+    assert_to(&g.step(50.0, 1.0), "up", 8.0);
+    g
+}
+
+#[test]
+fn one_failure_in_40_with_a_2_percent_background_is_no_breach_and_climbs() {
+    let mut g = gentle_with_background();
+    let o = g.step(40.0, 1.0);
+    assert_to(&o, "up", 16.0);
+    let c = o.confidence.expect("a verdict has a confidence");
+    assert_eq!(c.verdict, VerdictClass::Clean);
+    assert_eq!((c.attempts, c.failures), (40.0, 1.0));
+    let b = c.background.expect("a background estimate");
+    assert_eq!((b.attempts, b.failures), (100.0, 2.0));
+    assert!((c.clean_below - 0.03).abs() < 1e-12, "{c:?}");
+    assert!(c.lower < 0.025 && 0.025 < c.upper, "{c:?}");
+    // Without the background (the seed rules), the same window is in the
+    // dead band: 2.5 % is above low.
+    let p = Params::new(Control::Concurrency, Some(1000.0), 1.0, None, 0.05, None).unwrap();
+    let mut seed = ThrottleGovernor::with_profile(p, Profile::Seed);
+    let _ = seed.set_current(8.0);
+    assert_hold(&seed.step(40.0, 1.0), HoldReason::DeadBand);
+}
+
+#[test]
+fn thirty_failures_in_40_are_a_breach_with_a_background() {
+    let mut g = gentle_with_background();
+    let o = g.step(40.0, 30.0);
+    assert_eq!(o.decision_str(), "down", "{o:?}");
+    assert_eq!(o.confidence.unwrap().verdict, VerdictClass::Breach);
+}
+
+#[test]
+fn at_4000_attempts_the_same_counts_decide_as_the_point_estimate() {
+    // 2.5 % (100 of 4,000) is below background + low (3 %): clean.
+    let mut g = gentle_with_background();
+    assert_to(&g.step(4000.0, 100.0), "up", 16.0);
+    // 75 % is a breach.
+    let mut g = gentle_with_background();
+    let o = g.step(4000.0, 3000.0);
+    assert_eq!(o.confidence.unwrap().verdict, VerdictClass::Breach);
+    assert_eq!(o.decision_str(), "down");
+    // 3.5 % is above 3 %, and 4,000 attempts make it sure: the dead band.
+    let mut g = gentle_with_background();
+    let o = g.step(4000.0, 140.0);
+    assert_eq!(o.confidence.unwrap().verdict, VerdictClass::DeadBand);
+    assert_ne!(o.decision_str(), "up");
 }
