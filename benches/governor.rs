@@ -128,6 +128,7 @@ fn bench_live_capacity(c: &mut Criterion) {
             unconfirmed: false,
             latency_secs: None,
             latency_drove: false,
+            confidence: None,
         }
     };
     let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);

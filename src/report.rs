@@ -8,7 +8,9 @@
 //! [`levels`]); this module renders the report as JSON, as text, and as one
 //! self-contained HTML file with an inline SVG chart ([`html`], no network
 //! fetches), and gives the capacity estimate ([`estimate`]) that [`live`]
-//! feeds per window.
+//! feeds per window. Under `robust` and `gentle` it also says how sure the
+//! verdicts were and which background failure rate they allowed for
+//! ([`verdicts`]).
 //!
 //! What it may touch: nothing but the history it is given.
 
@@ -18,6 +20,7 @@ pub mod live;
 pub mod steady;
 #[cfg(test)]
 mod tests;
+pub mod verdicts;
 
 use std::fmt::Write as _;
 
@@ -145,7 +148,14 @@ pub struct TargetReport {
     /// figure is a lower bound) (null without a capacity figure). See
     /// [`binding`].
     pub binding: Option<&'static str>,
-    /// Per window: time, offer, attempts, failures, frac, decision.
+    /// How sure the verdicts were (`robust` and `gentle` only): the latest
+    /// background failure rate estimate with a sentence, and per verdict
+    /// class the windows and what they rested on. Absent under the seed
+    /// rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdicts: Option<verdicts::VerdictSummary>,
+    /// Per window: time, offer, attempts, failures, frac, decision (and,
+    /// under `robust` and `gentle`, the verdict's `confidence`).
     pub history: Vec<WindowRecord>,
 }
 
@@ -385,6 +395,7 @@ impl TargetReport {
             unconfirmed_windows,
             latency_bound: latency,
             binding: bind,
+            verdicts: verdicts::summarize(&history),
             history,
         }
     }
@@ -525,6 +536,10 @@ impl Report {
                     out,
                     "    throughput {tp:.1} successful attempts/s over the settled windows"
                 );
+            }
+            if let Some(v) = &t.verdicts {
+                let _ = writeln!(out, "    background: {}", v.background_note);
+                let _ = writeln!(out, "    verdicts: {}", verdicts::classes_line(&v.classes));
             }
             if t.discarded_windows + t.unconfirmed_windows > 0 {
                 let _ = writeln!(

@@ -36,7 +36,10 @@
 //! # Output
 //! One [`ReplayRow`] per non-blank line. In JSON, every number that is
 //! integral is written as a JSON integer (`90`, never `90.0`), and any other
-//! number as the shortest float that reads back exactly (`0.07`).
+//! number as the shortest float that reads back exactly (`0.07`). Under the
+//! `robust` and `gentle` profiles a row whose window reached a verdict also
+//! carries its `confidence` (issue 30): how sure the verdict is, and the
+//! background failure rate it allowed for.
 
 mod input;
 mod rows;

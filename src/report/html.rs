@@ -3,14 +3,16 @@
 //! Why it exists: a report is passed around (attached to a ticket, opened
 //! from a CI artefact), so it must render with no network and no script: an
 //! inline SVG chart per target (offer against attempt-failure fraction, the
-//! settled period shaded, the capacity line, non-evidence windows marked)
-//! and the evidence table the capacity figure rests on.
+//! settled period shaded, the capacity line, non-evidence windows marked,
+//! each movement's verdict in a tooltip) and the evidence table the
+//! capacity figure rests on, with the background failure rate and the
+//! verdicts' confidence under `robust` and `gentle`.
 //!
 //! What it may touch: nothing; it renders a [`Report`] into a string.
 
 use std::fmt::Write as _;
 
-use super::{level_offers, short, LevelStats, Report, TargetReport};
+use super::{level_offers, short, verdicts, LevelStats, Report, TargetReport};
 use crate::governor::pct;
 
 /// Renders the page.
@@ -56,6 +58,7 @@ pub fn render(report: &Report) -> String {
         }
         out.push_str(&charts(t));
         out.push_str(&evidence_table(t));
+        out.push_str(&verdicts_table(t));
     }
     out.push_str("</body></html>\n");
     out
@@ -172,6 +175,31 @@ fn evidence_table(t: &TargetReport) -> String {
     out
 }
 
+/// The background failure rate in a sentence, and per verdict class the
+/// windows and what they rested on (`robust` and `gentle` only).
+fn verdicts_table(t: &TargetReport) -> String {
+    let Some(v) = &t.verdicts else {
+        return String::new();
+    };
+    let mut out = format!(
+        "<p class=\"background\">Background: {}.</p>\n<table class=\"verdicts\" id=\"verdicts-{}\"><tr><th>verdict</th><th>windows</th><th>median attempts</th><th>median 95% interval width</th></tr>\n",
+        esc(&v.background_note),
+        esc(&t.name)
+    );
+    for c in &v.classes {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            c.verdict,
+            c.windows,
+            short(c.median_attempts),
+            pct(c.median_interval_width)
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 /// Offer (left axis) against attempt-failure fraction (right axis, 0-100 %).
 fn svg_chart(t: &TargetReport) -> String {
     let (w, h, pad) = (900.0, 320.0, 50.0);
@@ -261,6 +289,13 @@ fn svg_chart(t: &TargetReport) -> String {
         .collect();
     let _ = writeln!(svg, "<polyline class=\"offer\" fill=\"none\" stroke=\"#1f5fbf\" stroke-width=\"2\" points=\"{}\"/>", offer_pts.join(" "));
     let _ = writeln!(svg, "<polyline class=\"frac\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"{}\"/>", frac_pts.join(" "));
+    // Each movement with a verdict: a marker whose tooltip says how sure
+    // the verdict was (holds are too many to mark on a long run).
+    for r in hist.iter().filter(|r| r.decision != "hold") {
+        if let Some(tip) = verdicts::tooltip(r) {
+            let _ = writeln!(svg, "<circle class=\"verdict\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f5fbf\" fill-opacity=\"0.5\"><title>{} {} → {}: {}</title></circle>", x(r.time_secs), yo(r.offer), r.decision, short(r.offer), short(r.to), esc(&tip));
+        }
+    }
     for r in hist.iter().filter(|r| r.discarded || r.unconfirmed) {
         let (class, colour) = if r.unconfirmed {
             ("unconfirmed", "#e67e22")
@@ -269,7 +304,13 @@ fn svg_chart(t: &TargetReport) -> String {
         };
         let _ = writeln!(svg, "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"none\" stroke=\"{colour}\"/>", x(r.time_secs), yo(r.offer));
     }
-    svg.push_str("</svg>\n<p class=\"legend\"><span style=\"color:#1f5fbf\">&#9644; offer</span><span style=\"color:#c0392b\">&#9644; attempt-failure fraction</span><span style=\"color:#c0392b\">- - failure bound</span><span style=\"color:#8e44ad\">&middot;&middot; last_bad</span><span style=\"color:#176917\">&#9644; capacity, shaded: settled period</span><span style=\"color:#7f8c8d\">&#9675; discarded</span><span style=\"color:#e67e22\">&#9675; unconfirmed</span></p>\n");
+    svg.push_str("</svg>\n<p class=\"legend\"><span style=\"color:#1f5fbf\">&#9644; offer</span><span style=\"color:#c0392b\">&#9644; attempt-failure fraction</span><span style=\"color:#c0392b\">- - failure bound</span><span style=\"color:#8e44ad\">&middot;&middot; last_bad</span><span style=\"color:#176917\">&#9644; capacity, shaded: settled period</span><span style=\"color:#7f8c8d\">&#9675; discarded</span><span style=\"color:#e67e22\">&#9675; unconfirmed</span>");
+    if t.verdicts.is_some() {
+        svg.push_str(
+            "<span style=\"color:#1f5fbf\">&#9679; a movement: hover for its verdict</span>",
+        );
+    }
+    svg.push_str("</p>\n");
     svg
 }
 

@@ -92,6 +92,7 @@ impl LiveWindow {
             unconfirmed: self.flags & UNCONFIRMED != 0,
             latency_secs: (!self.latency_secs.is_nan()).then_some(f64::from(self.latency_secs)),
             latency_drove: false,
+            confidence: None,
         }
     }
 }
@@ -159,6 +160,7 @@ mod tests {
             unconfirmed: false,
             latency_secs: None,
             latency_drove: false,
+            confidence: None,
         };
         for _ in 0..3 * LIVE_WINDOWS {
             live.push(&r);

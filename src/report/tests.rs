@@ -23,6 +23,7 @@ fn rec(t: f64, offer: f64, attempts: f64, failures: f64, decision: &'static str)
         unconfirmed: false,
         latency_secs: None,
         latency_drove: false,
+        confidence: None,
     }
 }
 

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::governor::{HoldReason, Outcome};
+use crate::governor::{Confidence, HoldReason, Outcome};
 use metrics::{DecisionLabels, QuantileLabels};
 
 pub use capacity::{CapacityEstimate, CapacityFigure};
@@ -94,6 +94,12 @@ pub struct WindowRecord {
     /// Whether latency drove the decision (latency bound only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency_drove: bool,
+    /// How sure the verdict behind this window's decision is (`robust` and
+    /// `gentle` only; absent for holds without a verdict and under the
+    /// seed rules): what the report's verdict summary and the HTML's
+    /// tooltips read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Confidence>,
 }
 
 impl WindowRecord {
@@ -123,16 +129,20 @@ impl WindowRecord {
             unconfirmed,
             latency_secs: o.latency.and_then(|l| l.observed),
             latency_drove: o.latency.is_some_and(|l| l.drove),
+            confidence: o.confidence,
         }
     }
 }
 
-/// A [`WindowRecord`] as a target's history keeps it: 104 bytes instead of
-/// 144, because every target keeps [`SHORT_HISTORY`] of them for as long as
-/// it runs (at 10,000 targets the difference is 25 MB). An absent value is
+/// A [`WindowRecord`] as a target's history keeps it: 96 bytes instead of
+/// 232, because every target keeps [`SHORT_HISTORY`] of them for as long as
+/// it runs (at 10,000 targets every 8 bytes are 5 MB). An absent value is
 /// kept as NaN, so a present NaN reads back as absent (no producer makes
-/// one: fractions and quantiles are finite or absent).
-#[derive(Debug, Clone, Copy)]
+/// one: fractions and quantiles are finite or absent). The decision is two
+/// bits of the flags, and a verdict's [`Confidence`] (88 bytes) is boxed,
+/// so a window without a verdict (the seed rules, a gathering hold) pays
+/// only the pointer.
+#[derive(Debug, Clone)]
 struct Kept {
     time_secs: f64,
     offer: f64,
@@ -142,9 +152,10 @@ struct Kept {
     frac: f64,
     window_secs: f64,
     latency_secs: f64,
-    decision: &'static str,
     label: &'static str,
-    /// [`Kept::DISCARDED`], [`Kept::UNCONFIRMED`], [`Kept::LATENCY_DROVE`].
+    confidence: Option<Box<Confidence>>,
+    /// [`Kept::DISCARDED`], [`Kept::UNCONFIRMED`], [`Kept::LATENCY_DROVE`],
+    /// and the decision's index in [`Kept::DECISIONS`] above them.
     flags: u8,
 }
 
@@ -152,9 +163,15 @@ impl Kept {
     const DISCARDED: u8 = 1;
     const UNCONFIRMED: u8 = 2;
     const LATENCY_DROVE: u8 = 4;
+    /// The decision's bits: its index in [`Kept::DECISIONS`], shifted.
+    const DECISION_SHIFT: u8 = 3;
+    /// Every spelling of [`WindowRecord::decision`]
+    /// ([`Outcome::decision_str`]).
+    const DECISIONS: [&'static str; 3] = ["hold", "up", "down"];
 
     fn record(&self) -> WindowRecord {
         let back = |x: f64| (!x.is_nan()).then_some(x);
+        let decision = usize::from(self.flags >> Kept::DECISION_SHIFT);
         WindowRecord {
             time_secs: self.time_secs,
             offer: self.offer,
@@ -162,13 +179,14 @@ impl Kept {
             failures: back(self.failures),
             frac: back(self.frac),
             window_secs: back(self.window_secs),
-            decision: self.decision,
+            decision: Kept::DECISIONS[decision.min(Kept::DECISIONS.len() - 1)],
             to: self.to,
             label: self.label,
             discarded: self.flags & Kept::DISCARDED != 0,
             unconfirmed: self.flags & Kept::UNCONFIRMED != 0,
             latency_secs: back(self.latency_secs),
             latency_drove: self.flags & Kept::LATENCY_DROVE != 0,
+            confidence: self.confidence.as_deref().copied(),
         }
     }
 }
@@ -177,6 +195,12 @@ impl From<WindowRecord> for Kept {
     fn from(r: WindowRecord) -> Self {
         let nan = |x: Option<f64>| x.unwrap_or(f64::NAN);
         let flag = |set: bool, bit: u8| if set { bit } else { 0 };
+        // Every producer spells the decision as one of DECISIONS; anything
+        // else would read back as a hold.
+        let decision = Kept::DECISIONS
+            .iter()
+            .position(|d| *d == r.decision)
+            .unwrap_or(0) as u8;
         Kept {
             time_secs: r.time_secs,
             offer: r.offer,
@@ -186,11 +210,12 @@ impl From<WindowRecord> for Kept {
             frac: nan(r.frac),
             window_secs: nan(r.window_secs),
             latency_secs: nan(r.latency_secs),
-            decision: r.decision,
             label: r.label,
+            confidence: r.confidence.map(Box::new),
             flags: flag(r.discarded, Kept::DISCARDED)
                 | flag(r.unconfirmed, Kept::UNCONFIRMED)
-                | flag(r.latency_drove, Kept::LATENCY_DROVE),
+                | flag(r.latency_drove, Kept::LATENCY_DROVE)
+                | decision << Kept::DECISION_SHIFT,
         }
     }
 }
@@ -541,11 +566,12 @@ impl TargetSlot {
 
     /// Appends one window to the history (bounded).
     pub fn record(&self, record: WindowRecord) {
+        let kept = Kept::from(record);
         let mut h = lock(&self.0.history);
         while h.len() >= self.0.history_limit {
             h.pop_front();
         }
-        h.push_back(Kept::from(record));
+        h.push_back(kept);
     }
 
     /// A copy of the status.
@@ -612,8 +638,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::{Kept, WindowRecord};
+    use crate::governor::robust::background::BackgroundEstimate;
+    use crate::governor::{Confidence, VerdictClass};
 
-    fn record(present: bool, flags: bool) -> WindowRecord {
+    fn record(present: bool, flags: bool, decision: &'static str) -> WindowRecord {
         let some = |x: f64| present.then_some(x);
         WindowRecord {
             time_secs: 12.5,
@@ -622,13 +650,27 @@ mod tests {
             failures: some(7.0),
             frac: some(7.0 / 300.0),
             window_secs: some(0.1),
-            decision: "down",
+            decision,
             to: 1e-300,
             label: "backing-off",
             discarded: flags,
             unconfirmed: !flags,
             latency_secs: some(0.3),
             latency_drove: flags,
+            confidence: present.then_some(Confidence {
+                verdict: VerdictClass::Breach,
+                attempts: 900.0,
+                failures: 21.0,
+                lower: 0.015_3,
+                upper: 0.035_4,
+                clean_below: 0.03,
+                high: 0.05,
+                background: flags.then_some(BackgroundEstimate {
+                    rate: 0.02,
+                    attempts: 500.0,
+                    failures: 10.0,
+                }),
+            }),
         }
     }
 
@@ -636,13 +678,15 @@ mod tests {
     fn a_kept_window_reads_back_as_it_was_recorded() {
         for present in [true, false] {
             for flags in [true, false] {
-                let r = record(present, flags);
-                let back = Kept::from(r.clone()).record();
-                assert_eq!(
-                    serde_json::to_value(&back).unwrap(),
-                    serde_json::to_value(&r).unwrap(),
-                    "present {present}, flags {flags}"
-                );
+                for decision in ["up", "down", "hold"] {
+                    let r = record(present, flags, decision);
+                    let back = Kept::from(r.clone()).record();
+                    assert_eq!(
+                        serde_json::to_value(&back).unwrap(),
+                        serde_json::to_value(&r).unwrap(),
+                        "present {present}, flags {flags}, {decision}"
+                    );
+                }
             }
         }
     }
@@ -651,7 +695,7 @@ mod tests {
     fn a_kept_window_is_smaller_than_a_record() {
         let (kept, full) = (size_of::<Kept>(), size_of::<WindowRecord>());
         assert!(
-            kept <= 104 && kept < full,
+            kept <= 96 && kept < full,
             "kept {kept} bytes, record {full}"
         );
     }

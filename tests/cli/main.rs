@@ -12,4 +12,5 @@ mod cli_run;
 mod hardening;
 mod hardening_iii;
 mod replay;
+mod replay_confidence;
 mod secrets;

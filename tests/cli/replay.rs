@@ -16,15 +16,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_throttle-governor");
 
 /// What one run of the binary produced.
 #[derive(Debug)]
-struct Run {
+pub(crate) struct Run {
     code: i32,
-    stdout: String,
+    pub(crate) stdout: String,
     stderr: String,
 }
 
 impl Run {
     /// The stdout lines, each parsed as JSON.
-    fn rows(&self) -> Vec<Value> {
+    pub(crate) fn rows(&self) -> Vec<Value> {
         assert_eq!(self.code, 0, "stderr: {}", self.stderr);
         self.stdout
             .lines()
@@ -76,7 +76,7 @@ fn replay(args: &[&str], stdin: &str) -> Run {
 }
 
 /// Runs `throttle-governor replay <args>` with `stdin` as its input.
-fn replay_as_given(args: &[&str], stdin: &str) -> Run {
+pub(crate) fn replay_as_given(args: &[&str], stdin: &str) -> Run {
     let mut child = Command::new(BIN)
         .arg("replay")
         .args(args)
@@ -98,7 +98,7 @@ fn replay_as_given(args: &[&str], stdin: &str) -> Run {
 }
 
 /// Writes `text` to a file of its own under the test temp dir.
-fn temp_file(name: &str, text: &str) -> PathBuf {
+pub(crate) fn temp_file(name: &str, text: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("replay-{}-{name}.jsonl", std::process::id()));
     std::fs::write(&path, text).unwrap();
@@ -383,9 +383,9 @@ fn table_format_prints_aligned_columns() {
     assert_eq!(
         out.stdout,
         "\
-window  attempts  failures  frac  current  decision  to  mode         reason  last_bad  clean_streak  memory_cleared
-     1       100         0    0%        1  up         2  climbing     -              -             0           false
-     2       100         7    7%        2  down       1  backing-off  -              2             0           false
+window  attempts  failures  frac  current  decision  to  mode         reason  last_bad  clean_streak  memory_cleared  confidence
+     1       100         0    0%        1  up         2  climbing     -              -             0           false  -
+     2       100         7    7%        2  down       1  backing-off  -              2             0           false  -
 "
     );
 }

@@ -223,6 +223,7 @@ fn window(i: usize, k: usize) -> WindowRecord {
         unconfirmed: false,
         latency_secs: None,
         latency_drove: false,
+        confidence: None,
     }
 }
 

@@ -2,17 +2,18 @@
 //! aligned table.
 //!
 //! Why it exists: the rows are the replay's contract with a pipe or a
-//! person; their number format (an integral value is a JSON integer) and
-//! the table's columns are kept in one place, apart from the input and the
-//! governor.
+//! person; their number format (an integral value is a JSON integer, in
+//! the verdict's `confidence` too) and the table's columns are kept in one
+//! place, apart from the input and the governor.
 //!
 //! What it may touch: nothing; it formats the rows it is given.
 
 use std::fmt::Write as _;
 
+use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use crate::governor::{pct, Decision, HoldReason, Mode, Outcome};
+use crate::governor::{pct, Confidence, Decision, HoldReason, Mode, Outcome};
 
 /// What one window decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -75,6 +76,16 @@ pub struct ReplayRow {
     /// key is absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_num")]
     pub clamped_from: Option<f64>,
+    /// How sure the verdict behind the decision is (`robust` and `gentle`:
+    /// the counts it used, their 95 % interval, the clean level, the bound
+    /// and the background estimate); the key is absent when the window
+    /// reached no verdict (gathering, settling, no traffic) and under the
+    /// seed rules.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "opt_confidence"
+    )]
+    pub confidence: Option<Confidence>,
 }
 
 impl ReplayRow {
@@ -102,6 +113,7 @@ impl ReplayRow {
             clean_streak: o.clean_streak,
             memory_cleared: o.memory_cleared,
             clamped_from: None,
+            confidence: o.confidence,
         }
     }
 }
@@ -124,6 +136,69 @@ fn opt_num<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
         Some(v) => num(v, s),
         None => s.serialize_none(),
     }
+}
+
+fn opt_confidence<S: Serializer>(v: &Option<Confidence>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(c) => ConfidenceRef(c).serialize(s),
+        None => s.serialize_none(),
+    }
+}
+
+/// A [`Confidence`] with the row's number format: the governor's own
+/// serialization writes every count as a float (`120.0`).
+struct ConfidenceRef<'a>(&'a Confidence);
+
+impl Serialize for ConfidenceRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut st = s.serialize_struct("Confidence", 8)?;
+        st.serialize_field("verdict", &c.verdict)?;
+        st.serialize_field("attempts", &NumRef(c.attempts))?;
+        st.serialize_field("failures", &NumRef(c.failures))?;
+        st.serialize_field("lower", &NumRef(c.lower))?;
+        st.serialize_field("upper", &NumRef(c.upper))?;
+        st.serialize_field("clean_below", &NumRef(c.clean_below))?;
+        st.serialize_field("high", &NumRef(c.high))?;
+        match c.background {
+            Some(b) => st.serialize_field("background", &BackgroundRef(b))?,
+            None => st.skip_field("background")?,
+        }
+        st.end()
+    }
+}
+
+struct BackgroundRef(crate::governor::robust::background::BackgroundEstimate);
+
+impl Serialize for BackgroundRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("BackgroundEstimate", 3)?;
+        st.serialize_field("rate", &NumRef(self.0.rate))?;
+        st.serialize_field("attempts", &NumRef(self.0.attempts))?;
+        st.serialize_field("failures", &NumRef(self.0.failures))?;
+        st.end()
+    }
+}
+
+/// The table's `confidence` cell: `clean 2/120 [0.46%, 5.9%] bg 2.1%` (the
+/// verdict, failures over attempts, the 95 % interval of their ratio, and
+/// the background estimate when there is one), `-` without a verdict.
+pub(crate) fn confidence_cell(c: Option<&Confidence>) -> String {
+    let Some(c) = c else {
+        return "-".to_owned();
+    };
+    let mut cell = format!(
+        "{} {}/{} [{}, {}]",
+        c.verdict,
+        text_num(c.failures),
+        text_num(c.attempts),
+        pct(c.lower),
+        pct(c.upper)
+    );
+    if let Some(b) = c.background {
+        let _ = write!(cell, " bg {}", pct(b.rate));
+    }
+    cell
 }
 
 /// A number for the table: integral values without a fractional part, the
@@ -151,8 +226,9 @@ pub(crate) fn render_jsonl(rows: &[ReplayRow]) -> String {
     out
 }
 
-/// The columns of [`render_table`]: the JSON keys, in the same order.
-const COLUMNS: [&str; 12] = [
+/// The columns of [`render_table`]: the JSON keys, in the same order
+/// (`clamped_from` is a warning on stderr instead).
+const COLUMNS: [&str; 13] = [
     "window",
     "attempts",
     "failures",
@@ -165,15 +241,16 @@ const COLUMNS: [&str; 12] = [
     "last_bad",
     "clean_streak",
     "memory_cleared",
+    "confidence",
 ];
 
 /// Aligned columns for people, under a header row: the same values as the
 /// JSON, except that `frac` is a percentage with up to two decimals (the JSON
-/// keeps full precision). `-` stands for null; numbers are right-aligned and
-/// words left-aligned.
+/// keeps full precision) and `confidence` is one cell ([`confidence_cell`]).
+/// `-` stands for null; numbers are right-aligned and words left-aligned.
 pub(crate) fn render_table(rows: &[ReplayRow]) -> String {
     let opt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), text_num);
-    let cells: Vec<[String; 12]> = rows
+    let cells: Vec<[String; 13]> = rows
         .iter()
         .map(|r| {
             [
@@ -189,11 +266,12 @@ pub(crate) fn render_table(rows: &[ReplayRow]) -> String {
                 opt(r.last_bad),
                 r.clean_streak.to_string(),
                 r.memory_cleared.to_string(),
+                confidence_cell(r.confidence.as_ref()),
             ]
         })
         .collect();
     // Words are left-aligned; everything else is a number.
-    let left = |col: usize| matches!(COLUMNS[col], "decision" | "mode" | "reason");
+    let left = |col: usize| matches!(COLUMNS[col], "decision" | "mode" | "reason" | "confidence");
     let mut widths = COLUMNS.map(str::len);
     for row in &cells {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -3,7 +3,9 @@
 use clap::Parser;
 
 use super::*;
-use crate::governor::{HoldReason, Mode};
+use crate::governor::robust::background::BackgroundEstimate;
+use crate::governor::{Confidence, HoldReason, Mode, VerdictClass};
+use rows::confidence_cell;
 
 #[derive(Parser)]
 struct Wrap {
@@ -290,6 +292,7 @@ fn numbers_print_as_integers_when_integral() {
         clean_streak: 0,
         memory_cleared: false,
         clamped_from: None,
+        confidence: None,
     };
     assert_eq!(
         render_jsonl(std::slice::from_ref(&row)),
@@ -312,10 +315,91 @@ fn table_aligns_columns_under_a_header() {
     assert_eq!(
         render_table(&rows),
         "\
-window  attempts  failures  frac  current  decision  to  mode      reason      last_bad  clean_streak  memory_cleared
-     1       100         0    0%        1  up         2  climbing  -                  -             0           false
-     2         0         0     -        2  hold       2  -         no-traffic         -             0           false
+window  attempts  failures  frac  current  decision  to  mode      reason      last_bad  clean_streak  memory_cleared  confidence
+     1       100         0    0%        1  up         2  climbing  -                  -             0           false  clean 0/100 [0%, 3.7%]
+     2         0         0     -        2  hold       2  -         no-traffic         -             0           false  -
 "
     );
     assert_eq!(render_table(&[]).lines().count(), 1, "the header alone");
+}
+
+fn confidence(background: bool) -> Confidence {
+    Confidence {
+        verdict: VerdictClass::Clean,
+        attempts: 120.0,
+        failures: 2.0,
+        lower: 0.004_6,
+        upper: 0.059,
+        clean_below: 0.031,
+        high: 0.05,
+        background: background.then_some(BackgroundEstimate {
+            rate: 0.021,
+            attempts: 1000.0,
+            failures: 21.0,
+        }),
+    }
+}
+
+#[test]
+fn a_confidence_prints_its_counts_as_integers_and_its_background() {
+    let row = ReplayRow {
+        confidence: Some(confidence(true)),
+        ..ReplayRow::from_outcome(
+            1,
+            &ThrottleGovernor::new(rate().params().unwrap()).step(1.0, 0.0),
+        )
+    };
+    let text = render_jsonl(std::slice::from_ref(&row));
+    assert!(
+        text.ends_with(
+            ",\"confidence\":{\"verdict\":\"clean\",\"attempts\":120,\"failures\":2,\
+             \"lower\":0.0046,\"upper\":0.059,\"clean_below\":0.031,\"high\":0.05,\
+             \"background\":{\"rate\":0.021,\"attempts\":1000,\"failures\":21}}}\n"
+        ),
+        "{text}"
+    );
+    let without = ReplayRow {
+        confidence: Some(confidence(false)),
+        ..row.clone()
+    };
+    let text = render_jsonl(std::slice::from_ref(&without));
+    assert!(
+        text.ends_with("\"high\":0.05}}\n"),
+        "no background key: {text}"
+    );
+    let none = ReplayRow {
+        confidence: None,
+        ..row
+    };
+    assert!(
+        !render_jsonl(&[none]).contains("confidence"),
+        "absent, not null"
+    );
+}
+
+#[test]
+fn the_confidence_cell_is_short() {
+    assert_eq!(
+        confidence_cell(Some(&confidence(true))),
+        "clean 2/120 [0.46%, 5.9%] bg 2.1%"
+    );
+    assert_eq!(
+        confidence_cell(Some(&confidence(false))),
+        "clean 2/120 [0.46%, 5.9%]"
+    );
+    assert_eq!(confidence_cell(None), "-");
+}
+
+#[test]
+fn only_the_robust_profiles_give_a_confidence() {
+    let input = "{\"attempts\": 200, \"failures\": 0}\n";
+    for (profile, has) in [
+        (Profile::Seed, false),
+        (Profile::Robust, true),
+        (Profile::Gentle, true),
+    ] {
+        let args = ReplayArgs { profile, ..rate() };
+        let rows = run(input, &args).unwrap();
+        assert_eq!(rows[0].confidence.is_some(), has, "{profile:?}: {rows:?}");
+    }
 }

@@ -1,0 +1,144 @@
+//! How sure the report's verdicts were (issue 30): the background failure
+//! rate the governor allowed for, and per verdict class how many windows
+//! and how wide their intervals.
+//!
+//! Why it exists: under `robust` and `gentle` every verdict carries its
+//! confidence ([`Confidence`]), and a capacity figure read from windows
+//! judged clean only because a background explained their failures means
+//! something else than one read from windows with no failures at all. The
+//! report must say which: the latest background estimate in a sentence,
+//! and how much the verdicts rested on (the median attempts and the median
+//! width of the 95 % interval per class). The HTML's decision markers carry
+//! each verdict's [`Confidence::summary`] as a tooltip ([`tooltip`]).
+//!
+//! What it may touch: nothing but the history it is given.
+
+use serde::Serialize;
+
+use crate::governor::robust::background::BackgroundEstimate;
+use crate::governor::{pct, Confidence, VerdictClass};
+use crate::telemetry::WindowRecord;
+
+/// The verdicts of one target's history (`robust` and `gentle` only).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictSummary {
+    /// The latest background failure rate estimate: the rate at the low
+    /// offers, with the attempts and failures it rests on (null when none
+    /// was estimated).
+    pub background: Option<BackgroundEstimate>,
+    /// What the background means for the verdicts, in a sentence.
+    pub background_note: String,
+    /// Per verdict class that occurred (clean, dead-band, breach, in that
+    /// order): how many windows, and what they rested on.
+    pub classes: Vec<ClassStats>,
+}
+
+/// The windows of one verdict class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassStats {
+    /// `clean`, `dead-band` or `breach`.
+    pub verdict: VerdictClass,
+    /// Windows whose decision rested on a verdict of this class.
+    pub windows: usize,
+    /// The median of the attempts each verdict used (a window or a pool).
+    pub median_attempts: f64,
+    /// The median width of their 95 % intervals (`upper - lower`).
+    pub median_interval_width: f64,
+}
+
+/// The verdicts of `history`, or `None` when no window carries a
+/// confidence (the seed rules).
+pub fn summarize(history: &[WindowRecord]) -> Option<VerdictSummary> {
+    let verdicts: Vec<&Confidence> = history
+        .iter()
+        .filter_map(|r| r.confidence.as_ref())
+        .collect();
+    verdicts.last()?;
+    // The latest estimate is the one in force (an estimate only grows).
+    let background = verdicts.iter().rev().find_map(|c| c.background);
+    let classes = [
+        VerdictClass::Clean,
+        VerdictClass::DeadBand,
+        VerdictClass::Breach,
+    ]
+    .into_iter()
+    .filter_map(|class| {
+        let of: Vec<&&Confidence> = verdicts.iter().filter(|c| c.verdict == class).collect();
+        (!of.is_empty()).then(|| ClassStats {
+            verdict: class,
+            windows: of.len(),
+            median_attempts: median(of.iter().map(|c| c.attempts).collect()),
+            median_interval_width: median(of.iter().map(|c| c.upper - c.lower).collect()),
+        })
+    })
+    .collect();
+    Some(VerdictSummary {
+        background,
+        background_note: background_sentence(background.as_ref()),
+        classes,
+    })
+}
+
+/// The sentence for a background estimate (or its absence).
+pub fn background_sentence(b: Option<&BackgroundEstimate>) -> String {
+    match b {
+        Some(b) if b.failures > 0.0 => format!(
+            "{} of attempts failed at the low offers whatever the load ({} of {} attempts); verdicts count only failures above it as the load's",
+            pct(b.rate),
+            count(b.failures),
+            count(b.attempts)
+        ),
+        Some(b) => format!(
+            "no attempt failed at the low offers (0 of {} attempts): the background failure rate is 0, and verdicts count every failure as the load's",
+            count(b.attempts)
+        ),
+        None => "no background failure rate was estimated (the low offers held too few attempts): verdicts count every failure as the load's".to_string(),
+    }
+}
+
+/// One line per class: `clean 120 windows (median 640 attempts, 95%
+/// interval 0.6% wide)`.
+pub fn classes_line(classes: &[ClassStats]) -> String {
+    classes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} window{} (median {} attempts, 95% interval {} wide)",
+                c.verdict,
+                c.windows,
+                if c.windows == 1 { "" } else { "s" },
+                count(c.median_attempts),
+                pct(c.median_interval_width)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A window's verdict in a few words ([`Confidence::summary`]), for the
+/// HTML's tooltips; `None` without one.
+pub fn tooltip(r: &WindowRecord) -> Option<String> {
+    r.confidence.as_ref().map(Confidence::summary)
+}
+
+/// A count as people read it: whole when whole, else one decimal.
+fn count(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests;
