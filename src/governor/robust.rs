@@ -152,6 +152,23 @@
 //! the clear: a rising capacity (`warming`) that is clean but still fails
 //! a little at `last_bad` has not moved far from it.
 //!
+//! **Verdicts by what the counts support (issue 30).**
+//! - A background failure rate, estimated at the low offers the governor
+//!   climbed from ([`background`]), moves the clean level to `background +
+//!   low`, and a pool the background explains is clean; a breach is still
+//!   significantly above `high`.
+//! - A dead band that every window at the offer, pooled, proves (at
+//!   [`EVIDENCE_ALPHA`]) to be above the clean level steps down one probe,
+//!   or sends a probe that sits there back where it started, as a failed
+//!   probe (the patience of [`BAND_PATIENCE`] verdicts still applies to a
+//!   band the counts cannot prove).
+//! - A step down that does not lower the failures (one probe lower they
+//!   stay above [`BURST_NOT_FALLING`] of the fraction above) shows them to
+//!   be the background's: both offers' counts join the estimate.
+//! - A reclimb under the safe zone climbs on one clean window, as slow
+//!   start does.
+//! - Every verdict leaves its [`Confidence`] in the outcome.
+//!
 //! What it costs and where it still loses, measured by
 //! `throttle-governor bench`, is in docs/BENCHMARKS.md.
 //!
