@@ -215,10 +215,10 @@ mod tunables;
 pub use evidence::binomial_tail;
 pub use state::RobustState;
 pub use tunables::{
-    Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_RETREAT_ABOVE, BREACH_WINDOWS, BURST_MIN_FRAC,
-    BURST_NOT_FALLING, BURST_STEADY, CLEAR_BELOW, EVIDENCE_ALPHA, GENTLE_MAX_COST_DWELL,
-    MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE, REPROBE_START,
-    SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN, SLOW_START_MIN_GAIN,
+    Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BAND_RETREAT_ABOVE, BREACH_WINDOWS,
+    BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, CLEAR_BELOW, EVIDENCE_ALPHA,
+    GENTLE_MAX_COST_DWELL, MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE,
+    REPROBE_START, SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN, SLOW_START_MIN_GAIN,
 };
 
 use super::{
@@ -226,7 +226,7 @@ use super::{
     Signal, Threshold, ThrottleGovernor, VerdictClass,
 };
 #[cfg(test)]
-use evidence::{ln_factorial, significant_breach, significantly_above};
+use evidence::{ln_factorial, significant_breach, significantly_above, significantly_above_at};
 use state::{Burst, Judgement, Move, Verdict};
 
 impl ThrottleGovernor {

@@ -158,8 +158,6 @@ impl ThrottleGovernor {
         {
             r.background.hold(offer, attempts, failures);
         }
-        r.offer_all.0 += attempts;
-        r.offer_all.1 += failures;
         r.pool_attempts += attempts;
         r.pool_failures += failures;
         r.pool_windows += 1;
@@ -173,11 +171,15 @@ impl ThrottleGovernor {
         r.offer_attempts = r.offer_recent[..filled].iter().map(|w| w.0).sum();
         r.offer_failures = r.offer_recent[..filled].iter().map(|w| w.1).sum();
         if significant_breach(failures, attempts, p.high) {
+            // A breach on its own is the breach rules' (a back-off, or a
+            // burst's test), not evidence of a lasting band.
             return Verdict::Decide {
                 judgement: Judgement::Breach(failures / attempts),
                 evidence: None,
             };
         }
+        r.offer_all.0 += attempts;
+        r.offer_all.1 += failures;
         let (n, f) = (r.pool_attempts, r.pool_failures);
         let evidence = (r.pool_windows > 1).then_some(Evidence {
             attempts: n,
@@ -220,10 +222,14 @@ impl ThrottleGovernor {
         // reclimb well below the last wall (under the safe zone): there a
         // window has few attempts, and pooling a full sample at an offer
         // far below the capacity would take tens of windows.
-        let far_below = self
-            .state
-            .last_bad
-            .is_none_or(|bad| offer < SAFE_ZONE * bad);
+        let far_below = match self.state.last_bad {
+            None => true,
+            Some(bad) => {
+                r.tunables.prove_the_band
+                    && t.estimate.is_some_and(|e| e.attempts * p.low >= 1.0)
+                    && offer < SAFE_ZONE * bad
+            }
+        };
         if far_below && t.is_clean(failures, attempts) {
             return Verdict::Decide {
                 judgement: Judgement::Clean(failures / attempts),

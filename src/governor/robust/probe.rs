@@ -7,9 +7,11 @@
 //! probe that waits (its dwell, and the cost a failed probe left owed). It
 //! only decides; [`super`] applies the decision to the memory.
 
-use super::evidence::significantly_above;
+use super::evidence::significantly_above_at;
 use super::state::{Judgement, Move};
-use super::tunables::{BAND_BACK_OFF, BAND_PATIENCE, BURST_NOT_FALLING, SLOW_START_DOUBLING_BELOW};
+use super::tunables::{
+    BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BURST_NOT_FALLING, SLOW_START_DOUBLING_BELOW,
+};
 use crate::governor::{back_off_factor, probe_step, safe_zone_top, Decision, ThrottleGovernor};
 
 impl ThrottleGovernor {
@@ -70,10 +72,24 @@ impl ThrottleGovernor {
                 // offer show failures above the clean level (or after a
                 // while in the band), a probe that got here goes back where
                 // it started, and any other offer steps down by one probe.
+                // (`robust` keeps its older rule: only a band low enough
+                // to be held steps down, after the patience.)
                 let (n, failed) = r.offer_all;
-                let lasting = significantly_above(failed, n, r.thresholds.clean_below)
-                    || r.band_run >= BAND_PATIENCE;
-                if lasting {
+                // The proof needs a background to measure against: without
+                // `1 / low` attempts at the low offers (tiny samples), a
+                // background above `low` would look like a lasting band,
+                // and the patience decides.
+                let by_counts = r.tunables.prove_the_band
+                    && r.thresholds
+                        .estimate
+                        .is_some_and(|e| e.attempts * p.low >= 1.0);
+                let lasting = if by_counts {
+                    significantly_above_at(failed, n, r.thresholds.clean_below, BAND_PROOF_ALPHA)
+                        || r.band_run >= BAND_PATIENCE
+                } else {
+                    f <= r.thresholds.retreat_above() && r.band_run >= BAND_PATIENCE
+                };
+                if lasting && by_counts {
                     // Stepped down out of a lasting band and failing here
                     // as much: the failures do not follow the load.
                     if let Some((pn, pf)) = r.stepped_down {
@@ -84,6 +100,8 @@ impl ThrottleGovernor {
                     if let Some(start) = r.probing_from.filter(|&s| s < from) {
                         return (Decision::Down(start.max(p.floor)), Move::Retreat);
                     }
+                }
+                if lasting {
                     let step = self.state.last_bad.map_or(1.0, probe_step);
                     let target = (from - step).max(p.floor);
                     if target < from {

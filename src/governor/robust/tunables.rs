@@ -54,6 +54,11 @@ pub const BURST_STEADY: u32 = 2;
 pub const BURST_NOT_FALLING: f64 = 0.7;
 /// Dead-band verdicts in a row at one offer before it steps down a probe.
 pub const BAND_PATIENCE: u32 = 12;
+/// `gentle`: a dead band is proven, and stepped out of, when every window
+/// at the offer, pooled, is above the clean level at this significance (a
+/// one-sided exact binomial test, taken at every verdict: 0.1 % keeps a
+/// burst or a run of bad luck from proving it).
+pub const BAND_PROOF_ALPHA: f64 = 0.001;
 /// Windows at the current offer that the breach test pools.
 pub const BREACH_WINDOWS: usize = 8;
 
@@ -67,16 +72,24 @@ pub struct Tunables {
     /// from its start (or higher) wait for; also the wait after a probe
     /// that left leftovers.
     pub max_cost_dwell: u32,
+    /// A dead band that the counts at the offer prove steps down (a probe
+    /// there goes back), and a reclimb far below the wall climbs on one
+    /// clean window (issue 30); `false`: robust's older rules (a band
+    /// low enough to hold steps down after [`BAND_PATIENCE`] verdicts, a
+    /// reclimb pools a full sample).
+    pub prove_the_band: bool,
 }
 
 impl Tunables {
     /// The `robust` profile: [`MAX_COST_DWELL`] (64).
     pub const ROBUST: Tunables = Tunables {
         max_cost_dwell: MAX_COST_DWELL,
+        prove_the_band: false,
     };
     /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
     pub const GENTLE: Tunables = Tunables {
         max_cost_dwell: GENTLE_MAX_COST_DWELL,
+        prove_the_band: true,
     };
 }
 
