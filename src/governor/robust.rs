@@ -157,16 +157,19 @@
 //!   climbed from ([`background`]), moves the clean level to `background +
 //!   low`, and a pool the background explains is clean; a breach is still
 //!   significantly above `high`.
-//! - A dead band that every window at the offer, pooled, proves (at
-//!   [`EVIDENCE_ALPHA`]) to be above the clean level steps down one probe,
-//!   or sends a probe that sits there back where it started, as a failed
-//!   probe (the patience of [`BAND_PATIENCE`] verdicts still applies to a
-//!   band the counts cannot prove).
-//! - A step down that does not lower the failures (one probe lower they
-//!   stay above [`BURST_NOT_FALLING`] of the fraction above) shows them to
-//!   be the background's: both offers' counts join the estimate.
-//! - A reclimb under the safe zone climbs on one clean window, as slow
-//!   start does.
+//! - `gentle` only ([`Tunables::prove_the_band`]), once the background
+//!   estimate rests on at least `1 / low` attempts: a dead band that every
+//!   window at the offer, pooled (windows that breach on their own
+//!   excluded), proves (at [`BAND_PROOF_ALPHA`], 0.1 %) to be above the
+//!   clean level steps down one probe, or sends a probe that sits there
+//!   back where it started, as a failed probe; a step down that does not
+//!   lower the failures (one probe lower they stay above
+//!   [`BURST_NOT_FALLING`] of the fraction above) shows them to be the
+//!   background's, and both offers' counts join the estimate; and a
+//!   reclimb under the safe zone climbs on one clean window, as slow start
+//!   does. `robust` keeps the patience of [`BAND_PATIENCE`] verdicts: the
+//!   proof costs about 2 % of goodput on `knee` and `step` (robust's goal
+//!   keeps it within 2 % of the seed's).
 //! - Every verdict leaves its [`Confidence`] in the outcome.
 //!
 //! What it costs and where it still loses, measured by
