@@ -279,7 +279,7 @@ pub struct Confidence {
 }
 
 impl Confidence {
-    /// `"clean 2/120, 95 % 0.46–5.9 %"`, with `", background 2.1 %"` when
+    /// `"clean 2/120, 95 % 0.46%–5.9%"`, with `", background 2.1%"` when
     /// there is one: the verdict in a few words for logs and tables.
     pub fn summary(&self) -> String {
         let mut s = format!(

@@ -213,10 +213,11 @@ pub mod background;
 mod evidence;
 mod probe;
 mod state;
+mod stats;
 mod tunables;
 
-pub use evidence::binomial_tail;
 pub use state::RobustState;
+pub use stats::binomial_tail;
 pub use tunables::{
     Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BAND_RETREAT_ABOVE, BREACH_WINDOWS,
     BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, CLEAR_BELOW, EVIDENCE_ALPHA,
@@ -228,9 +229,9 @@ use super::{
     memory_clear_step, no_traffic, wilson_interval, Confidence, Decision, HoldReason, Outcome,
     Signal, Threshold, ThrottleGovernor, VerdictClass,
 };
-#[cfg(test)]
-use evidence::{ln_factorial, significant_breach, significantly_above, significantly_above_at};
 use state::{Burst, Judgement, Move, Verdict};
+#[cfg(test)]
+use stats::{ln_factorial, significant_breach, significantly_above, significantly_above_at};
 
 impl ThrottleGovernor {
     /// The offer changed from outside: the pooled evidence and the pending

@@ -66,7 +66,7 @@ pub fn render(report: &Report) -> String {
 
 /// One target's charts, as the report inlines them: offer against
 /// attempt-failure fraction, and the window latency against its bound when
-/// there is one. The live page (`crate::http`'s chart route) serves the
+/// there is one. The live page (the `http` module's chart route) serves the
 /// same fragment, so the two cannot drift.
 pub fn charts(t: &TargetReport) -> String {
     let mut out = svg_chart(t);

@@ -10,7 +10,7 @@
 //! estimate is computed above this module, by the report's code, because
 //! the report reads this module's records.
 //!
-//! The HTTP server that serves all of this is `crate::http`, above this
+//! The HTTP server that serves all of this is the `http` module, above this
 //! module.
 //!
 //! What it may touch: the log output. It never decides, never writes to a

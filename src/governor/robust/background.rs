@@ -35,7 +35,7 @@
 
 use serde::Serialize;
 
-use super::evidence::significantly_above_at;
+use super::stats::significantly_above_at;
 use super::tunables::BAND_RETREAT_ABOVE;
 
 /// The background at an offer is read from offers of at most this share

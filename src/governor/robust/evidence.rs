@@ -1,101 +1,17 @@
 //! Evidence: when a pool of windows says something about the offer.
 //!
 //! Why it exists: fix 1 of [`super`] (a minimum sample) rests on a
-//! one-sided exact binomial test ([`binomial_tail`], [`significant_breach`])
-//! and on pooling windows from the last verdict on ([`ThrottleGovernor`]'s
-//! `pool`); the settle window after a Down and the plateau test judge
-//! evidence too. They are statistics, not policy: the decision made from a
-//! verdict is [`super::probe`]'s.
+//! one-sided exact binomial test ([`super::stats`]) and on pooling windows
+//! from the last verdict on ([`ThrottleGovernor`]'s `pool`); the settle
+//! window after a Down and the plateau test judge evidence too. They are
+//! judgements of counts, not policy: the decision made from a verdict is
+//! [`super::probe`]'s.
 
 use super::background::Thresholds;
 use super::state::{Judgement, Verdict};
-use super::tunables::{BREACH_WINDOWS, BURST_NOT_FALLING, EVIDENCE_ALPHA, PLATEAU_SHARE};
+use super::stats::{significant_breach, significantly_above};
+use super::tunables::{BREACH_WINDOWS, BURST_NOT_FALLING, PLATEAU_SHARE};
 use crate::governor::{Evidence, HoldReason, ThrottleGovernor, SAFE_ZONE};
-
-/// `ln(n!)`: exact below 20, else Stirling's series (error below 1e-12).
-pub(super) fn ln_factorial(n: f64) -> f64 {
-    if n < 20.0 {
-        let mut acc = 0.0;
-        let mut k = 2.0;
-        while k <= n {
-            acc += f64::ln(k);
-            k += 1.0;
-        }
-        return acc;
-    }
-    let (x2, x3) = (n * n, n * n * n);
-    n * n.ln() - n + 0.5 * (2.0 * std::f64::consts::PI * n).ln() + 1.0 / (12.0 * n)
-        - 1.0 / (360.0 * x3)
-        + 1.0 / (1260.0 * x3 * x2)
-}
-
-/// `P(X >= failures)` for `X ~ Binomial(attempts, p)`: the exact upper tail.
-///
-/// The sum starts at the probability mass at `failures` and walks away from
-/// the mean (up for the tail, or down for its complement when `failures` is
-/// below the mean) until the terms vanish, so its cost grows with the
-/// spread of the distribution, not with the number of failures. Counts are
-/// rounded to whole numbers; `p` must lie in (0, 1).
-pub fn binomial_tail(failures: f64, attempts: f64, p: f64) -> f64 {
-    let n = attempts.round().max(0.0);
-    let f = failures.round().clamp(0.0, n);
-    if f <= 0.0 {
-        return 1.0;
-    }
-    let ratio = p / (1.0 - p);
-    let ln_pmf = |k: f64| {
-        ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k)
-            + k * p.ln()
-            + (n - k) * (1.0 - p).ln()
-    };
-    if f > n * p {
-        // Σ_{k >= f} pmf(k), decreasing from k = f.
-        let (mut k, mut term, mut sum) = (f, ln_pmf(f).exp(), 0.0);
-        while term > 0.0 && term >= sum * 1e-17 {
-            sum += term;
-            if k >= n {
-                break;
-            }
-            term *= (n - k) / (k + 1.0) * ratio;
-            k += 1.0;
-        }
-        sum.min(1.0)
-    } else {
-        // 1 - Σ_{k < f} pmf(k), decreasing from k = f - 1.
-        let (mut k, mut term, mut sum) = (f - 1.0, ln_pmf(f - 1.0).exp(), 0.0);
-        while term > 0.0 && term >= sum * 1e-17 {
-            sum += term;
-            if k <= 0.0 {
-                break;
-            }
-            term *= k / (n - k + 1.0) / ratio;
-            k -= 1.0;
-        }
-        (1.0 - sum).max(0.0)
-    }
-}
-
-/// Whether `failures` of `attempts` show, at significance
-/// [`EVIDENCE_ALPHA`], a failure probability above `high` (a one-sided
-/// exact binomial test).
-pub(super) fn significant_breach(failures: f64, attempts: f64, high: f64) -> bool {
-    significantly_above(failures, attempts, high)
-}
-
-/// Whether `failures` of `attempts` show, at significance
-/// [`EVIDENCE_ALPHA`], a failure probability above `level`.
-pub(super) fn significantly_above(failures: f64, attempts: f64, level: f64) -> bool {
-    significantly_above_at(failures, attempts, level, EVIDENCE_ALPHA)
-}
-
-/// Whether `failures` of `attempts` show, at significance `alpha`, a
-/// failure probability above `level` (`level` 0: any failure does).
-pub(super) fn significantly_above_at(failures: f64, attempts: f64, level: f64, alpha: f64) -> bool {
-    if attempts <= 0.0 || failures / attempts <= level {
-        return false;
-    }
-    level <= 0.0 || binomial_tail(failures, attempts, level) <= alpha
-}
 
 impl ThrottleGovernor {
     /// Whether a clean verdict's `successes` over `work` (the offer times
@@ -224,11 +140,7 @@ impl ThrottleGovernor {
         // far below the capacity would take tens of windows.
         let far_below = match self.state.last_bad {
             None => true,
-            Some(bad) => {
-                r.tunables.prove_the_band
-                    && t.estimate.is_some_and(|e| e.attempts * p.low >= 1.0)
-                    && offer < SAFE_ZONE * bad
-            }
+            Some(bad) => r.counts_decide(p.low) && offer < SAFE_ZONE * bad,
         };
         if far_below && t.is_clean(failures, attempts) {
             return Verdict::Decide {

@@ -7,8 +7,8 @@
 //! probe that waits (its dwell, and the cost a failed probe left owed). It
 //! only decides; [`super`] applies the decision to the memory.
 
-use super::evidence::significantly_above_at;
 use super::state::{Judgement, Move};
+use super::stats::significantly_above_at;
 use super::tunables::{
     BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BURST_NOT_FALLING, SLOW_START_DOUBLING_BELOW,
 };
@@ -79,10 +79,7 @@ impl ThrottleGovernor {
                 // `1 / low` attempts at the low offers (tiny samples), a
                 // background above `low` would look like a lasting band,
                 // and the patience decides.
-                let by_counts = r.tunables.prove_the_band
-                    && r.thresholds
-                        .estimate
-                        .is_some_and(|e| e.attempts * p.low >= 1.0);
+                let by_counts = r.counts_decide(p.low);
                 let lasting = if by_counts {
                     significantly_above_at(failed, n, r.thresholds.clean_below, BAND_PROOF_ALPHA)
                         || r.band_run >= BAND_PATIENCE

@@ -154,6 +154,18 @@ impl RobustState {
         self.clean_attempts = 0.0;
     }
 
+    /// Whether `gentle`'s rules that trust the counts apply (the dead-band
+    /// proof, the reclimb on one clean window): the profile has them, and
+    /// the background estimate rests on at least `1 / low` attempts, so a
+    /// background above `low` cannot pass for a lasting band.
+    pub(super) fn counts_decide(&self, low: f64) -> bool {
+        self.tunables.prove_the_band
+            && self
+                .thresholds
+                .estimate
+                .is_some_and(|e| e.attempts * low >= 1.0)
+    }
+
     pub(super) fn probe_failed(&mut self) {
         self.dwell = (self.dwell * 2).min(MAX_DWELL);
     }

@@ -5,22 +5,23 @@
 use super::super::{Control, Decision, Evidence, HoldReason, Params, Profile, ThrottleGovernor};
 use super::*;
 
-/// A robust rate governor (no rounding) at `current` with `last_bad`.
-fn robust(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
+/// A rate governor (no rounding) of `profile` at `current` with `last_bad`.
+fn rate_governor(profile: Profile, current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
     let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
-    let mut g = ThrottleGovernor::with_profile(p, Profile::Robust);
+    let mut g = ThrottleGovernor::with_profile(p, profile);
     g.set_current(current);
     g.restore_memory(last_bad, 0);
     g
 }
 
+/// A robust rate governor (no rounding) at `current` with `last_bad`.
+fn robust(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
+    rate_governor(Profile::Robust, current, last_bad)
+}
+
 /// The same, under the default rules.
 fn default(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
-    let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
-    let mut g = ThrottleGovernor::new(p);
-    g.set_current(current);
-    g.restore_memory(last_bad, 0);
-    g
+    rate_governor(Profile::Seed, current, last_bad)
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -294,11 +295,7 @@ fn a_lasting_dead_band_steps_down_a_probe() {
 
 /// A gentle rate governor (no rounding) at `current` with `last_bad`.
 fn gentle(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
-    let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
-    let mut g = ThrottleGovernor::with_profile(p, Profile::Gentle);
-    g.set_current(current);
-    g.restore_memory(last_bad, 0);
-    g
+    rate_governor(Profile::Gentle, current, last_bad)
 }
 
 /// The same, after a clean climb from 40 (400 attempts, no failure):
