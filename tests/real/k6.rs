@@ -15,7 +15,7 @@ use crate::support;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use support::goals::{run_path, Length, Rig, Wall};
+use support::goals::{run_path, Length, Rig, Wall, GOAL_RUN};
 use support::real::{record_run, serial, target_head, Watch, K6};
 use support::{target_status, NoisyTarget};
 
@@ -51,6 +51,35 @@ async fn rest_api(target: String) -> Option<Rig> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_api_at_the_1ms_wall() {
     run_path(Wall::OneMs, Length::Fast, rest_api).await;
+}
+
+/// Issue 30 over real sockets: the same wall, and 3 % of the requests it
+/// admits failing whatever the load; the default config over the goals'
+/// 300 s must report the wall's figure within ±15 %. 3 % is above `low`,
+/// and a window makes 15 to 150 attempts, so the background must be
+/// estimated from the low offers before any window there is clean.
+///
+/// A KNOWN MISS, recorded as one (issue 30 is open): today the governor
+/// stalls at 2 to 4 of 10 and reports 4 (docs/BENCHMARKS.md, "Thin
+/// evidence"), so the test expects exactly that assertion to fail. When
+/// the rules reach the wall, it fails by passing: remove `should_panic`.
+#[ignore = "full tier: scripts/test --full"]
+#[should_panic(expected = "is not within ±15% of 10")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_api_figure_at_the_1ms_wall_with_a_3_percent_background_known_miss() {
+    let _serial = serial().await;
+    let wall = Wall::OneMsBackground;
+    let target = wall.start().await;
+    let Some(rig) = rest_api(target.url()).await else {
+        return;
+    };
+    let watch = Watch {
+        settle: GOAL_RUN,
+        tail: Duration::from_secs(30),
+        deadline: Instant::now() + GOAL_RUN,
+    };
+    let m = rig.govern(&target, wall, None, watch).await;
+    m.assert_figure();
 }
 
 #[ignore = "full tier: scripts/test --full"]

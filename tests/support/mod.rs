@@ -505,6 +505,9 @@ pub struct LimitedTarget {
     pub limit: usize,
     pub served: Arc<std::sync::atomic::AtomicU64>,
     pub rejected: Arc<std::sync::atomic::AtomicU64>,
+    /// Admitted requests failed whatever the load (a 500 after the
+    /// service time): see [`LimitedTarget::instant_fail_with_background`].
+    pub background_failed: Arc<std::sync::atomic::AtomicU64>,
     pub peak: Arc<std::sync::atomic::AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -535,25 +538,53 @@ impl LimitedTarget {
         LimitedTarget::start_with(limit, Duration::from_millis(200), Duration::from_millis(1)).await
     }
 
+    /// [`LimitedTarget::instant_fail`]'s wall, and besides it a target that
+    /// fails `share` of the requests it admits whatever the load (a flaky
+    /// dependency): each is chosen by a seeded xorshift, so the share holds
+    /// over any few hundred requests, and answered 500 after the service
+    /// time.
+    pub async fn instant_fail_with_background(limit: usize, share: f64) -> LimitedTarget {
+        LimitedTarget::serve(
+            limit,
+            Duration::from_millis(200),
+            Duration::from_millis(1),
+            share,
+        )
+        .await
+    }
+
     /// Holds good requests for `service` and rejected ones for `reject_after`.
     pub async fn start_with(
         limit: usize,
         service: Duration,
         reject_after: Duration,
     ) -> LimitedTarget {
+        LimitedTarget::serve(limit, service, reject_after, 0.0).await
+    }
+
+    async fn serve(
+        limit: usize,
+        service: Duration,
+        reject_after: Duration,
+        background: f64,
+    ) -> LimitedTarget {
         use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
         let in_flight = Arc::new(AtomicUsize::new(0));
         let served = Arc::new(AtomicU64::new(0));
         let rejected = Arc::new(AtomicU64::new(0));
+        let background_failed = Arc::new(AtomicU64::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
+        let state = Arc::new(AtomicU64::new(0x9E37_79B9_7F4A_7C15));
         let (f, s, r, p) = (
             in_flight.clone(),
             served.clone(),
             rejected.clone(),
             peak.clone(),
         );
+        let (b, st) = (background_failed.clone(), state.clone());
         let app = Router::new().fallback(move || {
             let (f, s, r, p) = (f.clone(), s.clone(), r.clone(), p.clone());
+            let (b, st) = (b.clone(), st.clone());
             async move {
                 let now = f.fetch_add(1, Ordering::SeqCst) + 1;
                 // Released on drop: a client that hangs up mid-request
@@ -568,6 +599,18 @@ impl LimitedTarget {
                 p.fetch_max(now, Ordering::Relaxed);
                 tokio::time::sleep(service).await;
                 drop(slot);
+                if background > 0.0 {
+                    let mut x = st.load(Ordering::Relaxed);
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    st.store(x, Ordering::Relaxed);
+                    if (x >> 11) as f64 / ((1u64 << 53) as f64) < background {
+                        b.fetch_add(1, Ordering::Relaxed);
+                        return (StatusCode::INTERNAL_SERVER_ERROR, "background failure")
+                            .into_response();
+                    }
+                }
                 s.fetch_add(1, Ordering::Relaxed);
                 "ok".into_response()
             }
@@ -578,6 +621,7 @@ impl LimitedTarget {
             limit,
             served,
             rejected,
+            background_failed,
             peak,
             task,
         }

@@ -126,6 +126,19 @@ pub struct BackgroundEstimate {
     pub failures: f64,
 }
 
+/// Adds a window at `offer` to the held `(offer, attempts, failures)`,
+/// which start afresh at a new offer.
+fn add_window(held: &mut (f64, f64, f64), offer: f64, attempts: f64, failures: f64) {
+    if !(offer > 0.0 && attempts > 0.0 && failures >= 0.0) {
+        return;
+    }
+    if held.0 != offer {
+        *held = (offer, 0.0, 0.0);
+    }
+    held.1 += attempts;
+    held.2 += failures.min(attempts);
+}
+
 fn k_of(offer: f64) -> usize {
     let k = (offer.max(f64::MIN_POSITIVE).log2() * PER_OCTAVE).floor() + OFFSET;
     k.clamp(0.0, (BUCKETS - 1) as f64) as usize
@@ -136,27 +149,13 @@ impl Background {
     /// ([`Background::climbed`]) or leaves it otherwise
     /// ([`Background::left`]).
     pub fn hold(&mut self, offer: f64, attempts: f64, failures: f64) {
-        if !(offer > 0.0 && attempts > 0.0 && failures >= 0.0) {
-            return;
-        }
-        if self.pending.0 != offer {
-            self.pending = (offer, 0.0, 0.0);
-        }
-        self.pending.1 += attempts;
-        self.pending.2 += failures.min(attempts);
+        add_window(&mut self.pending, offer, attempts, failures);
     }
 
     /// Holds a window at `offer` for [`Background::below`], wherever the
     /// offer is: near a wall too.
     pub fn hold_near(&mut self, offer: f64, attempts: f64, failures: f64) {
-        if !(offer > 0.0 && attempts > 0.0 && failures >= 0.0) {
-            return;
-        }
-        if self.near_pending.0 != offer {
-            self.near_pending = (offer, 0.0, 0.0);
-        }
-        self.near_pending.1 += attempts;
-        self.near_pending.2 += failures.min(attempts);
+        add_window(&mut self.near_pending, offer, attempts, failures);
     }
 
     /// The counts at the remembered offers climbed from below `offer`, as
