@@ -500,5 +500,3 @@ impl ThrottleGovernor {
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_thin;

@@ -59,9 +59,10 @@ async fn rest_api_at_the_1ms_wall() {
 /// and a window makes 15 to 150 attempts, so the background must be
 /// estimated from the low offers before any window there is clean.
 ///
-/// A KNOWN MISS, recorded as one (issue 30 is open): today the governor
-/// stalls at 2 to 4 of 10 and reports 4 (docs/BENCHMARKS.md, "Thin
-/// evidence"), so the test expects exactly that assertion to fail. When
+/// A KNOWN MISS, recorded as one (issue 30 is open): the governor stalls
+/// under the wall (2 to 4 of 10, reporting 4, in docs/BENCHMARKS.md's
+/// "Thin evidence" runs), so the test expects exactly that assertion to
+/// fail. When
 /// the rules reach the wall, it fails by passing: remove `should_panic`.
 #[ignore = "full tier: scripts/test --full"]
 #[should_panic(expected = "is not within ±15% of 10")]
