@@ -599,17 +599,10 @@ impl LimitedTarget {
                 p.fetch_max(now, Ordering::Relaxed);
                 tokio::time::sleep(service).await;
                 drop(slot);
-                if background > 0.0 {
-                    let mut x = st.load(Ordering::Relaxed);
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    st.store(x, Ordering::Relaxed);
-                    if (x >> 11) as f64 / ((1u64 << 53) as f64) < background {
-                        b.fetch_add(1, Ordering::Relaxed);
-                        return (StatusCode::INTERNAL_SERVER_ERROR, "background failure")
-                            .into_response();
-                    }
+                if background > 0.0 && next_uniform(&st) < background {
+                    b.fetch_add(1, Ordering::Relaxed);
+                    return (StatusCode::INTERNAL_SERVER_ERROR, "background failure")
+                        .into_response();
                 }
                 s.fetch_add(1, Ordering::Relaxed);
                 "ok".into_response()
@@ -662,12 +655,7 @@ impl NoisyTarget {
             let (s, f, state) = (s.clone(), f.clone(), state.clone());
             async move {
                 tokio::time::sleep(service).await;
-                let mut x = state.load(Ordering::Relaxed);
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                state.store(x, Ordering::Relaxed);
-                if (x >> 11) as f64 / ((1u64 << 53) as f64) < failure_share {
+                if next_uniform(&state) < failure_share {
                     f.fetch_add(1, Ordering::Relaxed);
                     (StatusCode::INTERNAL_SERVER_ERROR, "background failure").into_response()
                 } else {
@@ -688,6 +676,18 @@ impl NoisyTarget {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
+}
+
+/// The next draw in [0, 1) of the xorshift kept in `state`: the seeded
+/// choice of which requests fail in the background.
+fn next_uniform(state: &std::sync::atomic::AtomicU64) -> f64 {
+    use std::sync::atomic::Ordering;
+    let mut x = state.load(Ordering::Relaxed);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    state.store(x, Ordering::Relaxed);
+    (x >> 11) as f64 / ((1u64 << 53) as f64)
 }
 
 /// Serves `app` on 127.0.0.1 at a free port, until the task is aborted.
