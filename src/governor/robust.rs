@@ -500,3 +500,5 @@ impl ThrottleGovernor {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_thin;

@@ -187,9 +187,11 @@ async fn dry_run_never_writes() {
         })
         .await
     );
-    // It decided (would climb from the tool's 7 to 14) but never wrote.
+    // It decided to climb from the tool's 7 (its offer moved: 14, 28, ...;
+    // on a loaded machine the poll may first see it at the ceiling, where
+    // the last decision is a hold) but never wrote.
     let st = target_status(ctl, "dry").await;
-    assert_eq!(st["last_decision"], "up", "{st}");
+    assert!(st["offer"].as_f64().unwrap_or(0.0) >= 14.0, "{st}");
     assert_eq!(tool.writes(), 0);
     assert_eq!(tool.workers(), 7.0);
     running.shutdown(Duration::from_secs(5)).await;

@@ -31,11 +31,22 @@
 //! exactly robust's: a failure is always significantly above a background
 //! of 0, and `0 + low` is `low`.
 //!
+//! - **A thin estimate is counts.** Under `1 / low` attempts at the low
+//!   offers, the estimate's rate is too unsure to test against (1 failure
+//!   in 64 is anything from 0.04 % to 8 %), so the clean rule asks instead
+//!   whether the pool fails significantly more than the low offers did
+//!   ([`significantly_more_than`], which weighs both samples).
+//! - **The floor** stands in for itself as the opening offer does: no
+//!   lower offer could fail less.
+//! - **The offers just below** ([`Background::below`]): the last [`NEAR`]
+//!   offers climbed from, near a wall or not, for `gentle`'s test that a
+//!   dead band fails more than the offers under it did.
+//!
 //! What it may touch: nothing outside the governor; no clock, no I/O.
 
 use serde::Serialize;
 
-use super::stats::significantly_above_at;
+use super::stats::{significantly_above_at, significantly_more_than};
 use super::tunables::BAND_RETREAT_ABOVE;
 
 /// The background at an offer is read from offers of at most this share
@@ -57,6 +68,10 @@ pub const BAND_ALPHA: f64 = 0.05;
 /// (Above it, a pool is still clean when the background explains it.)
 pub const MAX_CLEAN_SHARE: f64 = 0.5;
 
+/// The offers climbed from that [`Background::below`] remembers, newest
+/// first out of mind.
+pub const NEAR: usize = 8;
+
 /// Buckets per octave of offer.
 const PER_OCTAVE: f64 = 4.0;
 /// Buckets: offers from 2^-8 to 2^24 (quarter octaves); offers outside
@@ -76,6 +91,13 @@ pub struct Background {
     /// Counts shown not to follow the load: a step down out of a lasting
     /// dead band that failed as much one probe lower.
     excused: (f64, f64),
+    /// The last [`NEAR`] offers climbed from, near a wall or not, as
+    /// (offer, attempts, failures): what failed just below the offer.
+    near: [(f64, f64, f64); NEAR],
+    /// The next slot of `near` to write.
+    near_next: usize,
+    /// The current offer's windows for `near`, near a wall or not.
+    near_pending: (f64, f64, f64),
 }
 
 impl Default for Background {
@@ -85,6 +107,9 @@ impl Default for Background {
             failures: [0.0; BUCKETS],
             pending: (0.0, 0.0, 0.0),
             excused: (0.0, 0.0),
+            near: [(0.0, 0.0, 0.0); NEAR],
+            near_next: 0,
+            near_pending: (0.0, 0.0, 0.0),
         }
     }
 }
@@ -101,6 +126,19 @@ pub struct BackgroundEstimate {
     pub failures: f64,
 }
 
+/// Adds a window at `offer` to the held `(offer, attempts, failures)`,
+/// which start afresh at a new offer.
+fn add_window(held: &mut (f64, f64, f64), offer: f64, attempts: f64, failures: f64) {
+    if !(offer > 0.0 && attempts > 0.0 && failures >= 0.0) {
+        return;
+    }
+    if held.0 != offer {
+        *held = (offer, 0.0, 0.0);
+    }
+    held.1 += attempts;
+    held.2 += failures.min(attempts);
+}
+
 fn k_of(offer: f64) -> usize {
     let k = (offer.max(f64::MIN_POSITIVE).log2() * PER_OCTAVE).floor() + OFFSET;
     k.clamp(0.0, (BUCKETS - 1) as f64) as usize
@@ -111,19 +149,32 @@ impl Background {
     /// ([`Background::climbed`]) or leaves it otherwise
     /// ([`Background::left`]).
     pub fn hold(&mut self, offer: f64, attempts: f64, failures: f64) {
-        if !(offer > 0.0 && attempts > 0.0 && failures >= 0.0) {
-            return;
-        }
-        if self.pending.0 != offer {
-            self.pending = (offer, 0.0, 0.0);
-        }
-        self.pending.1 += attempts;
-        self.pending.2 += failures.min(attempts);
+        add_window(&mut self.pending, offer, attempts, failures);
+    }
+
+    /// Holds a window at `offer` for [`Background::below`], wherever the
+    /// offer is: near a wall too.
+    pub fn hold_near(&mut self, offer: f64, attempts: f64, failures: f64) {
+        add_window(&mut self.near_pending, offer, attempts, failures);
+    }
+
+    /// The counts at the remembered offers climbed from below `offer`, as
+    /// (attempts, failures): what the target failed with less load.
+    pub fn below(&self, offer: f64) -> (f64, f64) {
+        self.near
+            .iter()
+            .filter(|w| w.1 > 0.0 && w.0 < offer * (1.0 - 1e-9))
+            .fold((0.0, 0.0), |(n, f), w| (n + w.1, f + w.2))
     }
 
     /// The governor climbs from the held windows' offer: they were judged
     /// clean there, so they witness the background from now on.
     pub fn climbed(&mut self) {
+        let near = std::mem::take(&mut self.near_pending);
+        if near.1 > 0.0 {
+            self.near[self.near_next] = near;
+            self.near_next = (self.near_next + 1) % NEAR;
+        }
         let (offer, n, f) = std::mem::take(&mut self.pending);
         if n > 0.0 {
             let k = k_of(offer);
@@ -145,17 +196,18 @@ impl Background {
     /// change from outside): the held windows witness nothing.
     pub fn left(&mut self) {
         self.pending = (0.0, 0.0, 0.0);
+        self.near_pending = (0.0, 0.0, 0.0);
     }
 
     /// The estimate at `offer`: the witnesses in the quarter-octaves that
-    /// begin at or below [`REFERENCE_SHARE`] of it. In the `opening` (no
-    /// climb yet, so nothing below), the held windows at the opening offer
-    /// count: what fails there is the background as far as anything can
-    /// tell. `None` below [`MIN_REFERENCE`] attempts.
-    pub fn at(&self, offer: f64, opening: bool) -> Option<BackgroundEstimate> {
+    /// begin at or below [`REFERENCE_SHARE`] of it. With `nothing_below`
+    /// (the opening, before any climb, or the floor), the held windows at
+    /// the offer count: what fails there is the background as far as
+    /// anything can tell. `None` below [`MIN_REFERENCE`] attempts.
+    pub fn at(&self, offer: f64, nothing_below: bool) -> Option<BackgroundEstimate> {
         let top = offer * REFERENCE_SHARE;
         let (mut n, mut f) = self.excused;
-        if opening {
+        if nothing_below {
             n += self.pending.1;
             f += self.pending.2;
         }
@@ -187,6 +239,8 @@ pub struct Thresholds {
     pub clean_below: f64,
     /// The user's bound.
     pub high: f64,
+    /// The user's `low`.
+    pub low: f64,
 }
 
 impl Thresholds {
@@ -199,6 +253,7 @@ impl Thresholds {
             background,
             clean_below: (background + low).min(cap.max(low)),
             high,
+            low,
         }
     }
 
@@ -211,8 +266,18 @@ impl Thresholds {
     /// or not significantly above the background.
     pub fn is_clean(&self, failures: f64, attempts: f64) -> bool {
         failures / attempts < self.clean_below
-            || (self.background > 0.0
-                && !significantly_above_at(failures, attempts, self.background, BAND_ALPHA))
+            || self.estimate.is_some_and(|e| {
+                e.failures > 0.0
+                    && if e.attempts * self.low < 1.0 {
+                        // A thin estimate is not a rate: ask whether these
+                        // counts fail more than the low offers' did.
+                        !significantly_more_than(
+                            failures, attempts, e.failures, e.attempts, BAND_ALPHA,
+                        )
+                    } else {
+                        !significantly_above_at(failures, attempts, e.rate, BAND_ALPHA)
+                    }
+            })
     }
 
     /// A probe whose first verdict is in the dead band above this fraction

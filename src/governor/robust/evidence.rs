@@ -48,7 +48,15 @@ impl ThrottleGovernor {
                 return Verdict::BurstOver(burst, true);
             }
         }
-        if significant_breach(failures, attempts, p.high) && frac > self.robust.last_down_frac {
+        // `gentle` never backs off again on the settle window: a lower
+        // offer failing more than the breach that caused the Down is not
+        // answering the load (on thin windows, the next tick of a burst
+        // would chase the offer down to the floor); the pool at the lower
+        // offer decides from the next window on.
+        if !self.robust.tunables.prove_the_band
+            && significant_breach(failures, attempts, p.high)
+            && frac > self.robust.last_down_frac
+        {
             return Verdict::Decide {
                 judgement: Judgement::Breach(frac),
                 evidence: None,
@@ -62,8 +70,11 @@ impl ThrottleGovernor {
         let p = self.params;
         let offer = self.state.current;
         let r = &mut self.robust;
+        // In the opening, or at the floor, no lower offer can tell what the
+        // background is: the offer's own windows stand in.
         let opening = self.state.last_bad.is_none() && r.last_clean.is_none();
-        r.thresholds = Thresholds::new(p.low, p.high, r.background.at(offer, opening));
+        let nothing_below = opening || offer <= p.floor;
+        r.thresholds = Thresholds::new(p.low, p.high, r.background.at(offer, nothing_below));
         // Only a window well below the last wall witnesses the background:
         // near a wall, failures are the load's (a capacity that halved, or
         // rose, leaves such windows at offers that later look low).
@@ -74,6 +85,7 @@ impl ThrottleGovernor {
         {
             r.background.hold(offer, attempts, failures);
         }
+        r.background.hold_near(offer, attempts, failures);
         r.pool_attempts += attempts;
         r.pool_failures += failures;
         r.pool_windows += 1;

@@ -8,7 +8,7 @@
 //! only decides; [`super`] applies the decision to the memory.
 
 use super::state::{Judgement, Move};
-use super::stats::significantly_above_at;
+use super::stats::{significantly_above_at, significantly_more_than};
 use super::tunables::{
     BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BURST_NOT_FALLING, SLOW_START_DOUBLING_BELOW,
 };
@@ -80,20 +80,34 @@ impl ThrottleGovernor {
                 // background above `low` would look like a lasting band,
                 // and the patience decides.
                 let by_counts = r.counts_decide(p.low);
+                // With too few attempts at the low offers for that, the
+                // offers climbed from just below can still show that this
+                // one fails more: the load's doing, whatever the background.
+                let shown_here = !by_counts && r.tunables.prove_the_band && {
+                    let (bn, bf) = r.background.below(from);
+                    significantly_more_than(failed, n, bf, bn, BAND_PROOF_ALPHA)
+                };
                 let lasting = if by_counts {
                     significantly_above_at(failed, n, r.thresholds.clean_below, BAND_PROOF_ALPHA)
                         || r.band_run >= BAND_PATIENCE
+                } else if r.tunables.prove_the_band {
+                    // `gentle` steps down out of any lasting band: if one
+                    // probe lower fails as much, the step excuses the counts
+                    // (below), and the background is measured after all.
+                    shown_here || r.band_run >= BAND_PATIENCE
                 } else {
                     f <= r.thresholds.retreat_above() && r.band_run >= BAND_PATIENCE
                 };
-                if lasting && by_counts {
-                    // Stepped down out of a lasting band and failing here
-                    // as much: the failures do not follow the load.
+                // Stepped down out of a lasting band and failing here as
+                // much: the failures do not follow the load.
+                if lasting && r.tunables.prove_the_band {
                     if let Some((pn, pf)) = r.stepped_down {
                         if n > 0.0 && pn > 0.0 && failed / n >= BURST_NOT_FALLING * (pf / pn) {
                             return (Decision::Hold, Move::Excuse);
                         }
                     }
+                }
+                if lasting && (by_counts || shown_here) {
                     if let Some(start) = r.probing_from.filter(|&s| s < from) {
                         return (Decision::Down(start.max(p.floor)), Move::Retreat);
                     }

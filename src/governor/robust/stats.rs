@@ -95,3 +95,25 @@ pub(super) fn significantly_above_at(failures: f64, attempts: f64, level: f64, a
     }
     level <= 0.0 || binomial_tail(failures, attempts, level) <= alpha
 }
+
+/// Whether `failures` of `attempts` fail significantly (at `alpha`) more
+/// often than `ref_failures` of `ref_attempts`: the conditional test of
+/// two Poisson counts. Given all the failures, the number that fell among
+/// the first attempts is `Binomial(all failures, attempts / all attempts)`
+/// when both fail alike; the test asks how likely at least `failures` is.
+/// It weighs the reference's own sample: 0 failures in 30 attempts prove
+/// far less than 0 in 3,000.
+pub(super) fn significantly_more_than(
+    failures: f64,
+    attempts: f64,
+    ref_failures: f64,
+    ref_attempts: f64,
+    alpha: f64,
+) -> bool {
+    if attempts <= 0.0 || ref_attempts <= 0.0 || failures / attempts <= ref_failures / ref_attempts
+    {
+        return false;
+    }
+    let share = attempts / (attempts + ref_attempts);
+    binomial_tail(failures, failures + ref_failures, share) <= alpha
+}

@@ -1,0 +1,156 @@
+//! Tests of `gentle`'s rules for thin evidence (issue 30, second round):
+//! the offers just below as a reference, a thin background estimate taken
+//! as counts rather than as a rate, the floor as its own reference, the
+//! patience for any band without an estimate, and no chasing of a settle
+//! window. Each one sets the rule against what `robust` or the seed rules
+//! do with the same windows, so that each test fails if its rule goes.
+
+use super::super::{Control, HoldReason, Params, Profile, ThrottleGovernor};
+use super::background::{BackgroundEstimate, Thresholds};
+use super::stats::significantly_more_than;
+use super::*;
+
+fn governor(profile: Profile, current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
+    let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
+    let mut g = ThrottleGovernor::with_profile(p, profile);
+    g.set_current(current);
+    g.restore_memory(last_bad, 0);
+    g
+}
+
+#[track_caller]
+fn assert_to(o: &Outcome, decision: &str, to: f64) {
+    assert_eq!(o.decision_str(), decision, "{o:?}");
+    assert!(
+        (o.to - to).abs() < 1e-9 * to.max(1.0),
+        "to {} != {to}: {o:?}",
+        o.to
+    );
+}
+
+#[track_caller]
+fn assert_hold(o: &Outcome, reason: HoldReason) {
+    assert_eq!(o.decision, Decision::Hold, "{o:?}");
+    assert_eq!(o.reason, Some(reason), "{o:?}");
+}
+
+#[test]
+fn the_two_sample_test_weighs_the_reference_sample() {
+    // 3.1 % against none in 380 below: the load's, for sure.
+    assert!(significantly_more_than(31.0, 1000.0, 0.0, 380.0, 0.001));
+    // 2 % against none in 37: the 37 prove nothing (0.96^20 = 0.44).
+    assert!(!significantly_more_than(20.0, 1000.0, 0.0, 37.0, 0.05));
+    // The same rate on both sides, or a lower one, never is.
+    assert!(!significantly_more_than(20.0, 1000.0, 20.0, 1000.0, 0.5));
+    assert!(!significantly_more_than(10.0, 1000.0, 20.0, 1000.0, 0.5));
+    // No reference, no test.
+    assert!(!significantly_more_than(20.0, 1000.0, 0.0, 0.0, 0.5));
+}
+
+#[test]
+fn a_band_that_fails_more_than_the_offers_just_below_is_left_without_an_estimate() {
+    // Near the wall of 120 (above the safe zone, 90) no window witnesses
+    // the background, so there is no estimate; but the probes climbed from
+    // 96 and 98.4 clean. 1.8 % at 100.8 is in the dead band (above low,
+    // under the retreat level of 2 %); against 0 failures in 2,000 just
+    // below, it is the load's at once: gentle goes back to where the probe
+    // started. Robust waits for its patience.
+    for profile in [Profile::Gentle, Profile::Robust] {
+        let mut g = governor(profile, 96.0, Some(120.0));
+        assert_to(&g.step(1000.0, 0.0), "up", 98.4);
+        assert_to(&g.step(1000.0, 0.0), "up", 100.8);
+        let o = g.step(1000.0, 18.0);
+        assert!(o.confidence.unwrap().background.is_none(), "{o:?}");
+        match profile {
+            Profile::Gentle => assert_to(&o, "down", 98.4),
+            _ => assert_hold(&o, HoldReason::DeadBand),
+        }
+    }
+}
+
+#[test]
+fn a_thin_estimate_is_taken_as_counts_not_as_a_rate() {
+    let est = |failures: f64, attempts: f64| BackgroundEstimate {
+        rate: failures / attempts,
+        attempts,
+        failures,
+    };
+    // One failure in 64 at the low offers: 7 of 93 (7.5 %) may be the same
+    // background (the 64 are too few to say it is 1.6 %): clean.
+    let thin = Thresholds::new(0.01, 0.05, Some(est(1.0, 64.0)));
+    assert!(thin.is_clean(7.0, 93.0));
+    // The same rate on 1,000 attempts is a rate: 7.5 % is well above it.
+    let solid = Thresholds::new(0.01, 0.05, Some(est(16.0, 1000.0)));
+    assert!(!solid.is_clean(7.0, 93.0));
+    // No failure at the low offers: exactly robust's rule, thin or not.
+    let none = Thresholds::new(0.01, 0.05, Some(est(0.0, 64.0)));
+    assert!(!none.is_clean(2.0, 93.0));
+}
+
+#[test]
+fn at_the_floor_the_failures_are_the_background_and_the_governor_climbs() {
+    // At the floor (1) with 5 % failing: no lower offer could fail less.
+    // The floor's own windows are the background, 5 % is clean, and the
+    // governor climbs; the seed rules hold in the dead band for good.
+    let mut g = governor(Profile::Gentle, 1.0, Some(50.0));
+    let mut seed = governor(Profile::Seed, 1.0, Some(50.0));
+    let mut climbed = None;
+    for i in 0..5 {
+        let o = g.step(100.0, 5.0);
+        assert_ne!(seed.step(100.0, 5.0).decision_str(), "up");
+        if o.decision_str() == "up" {
+            climbed = Some(i);
+            let b = o
+                .confidence
+                .unwrap()
+                .background
+                .expect("the floor's counts");
+            assert!((b.rate - 0.05).abs() < 1e-12, "{b:?}");
+            break;
+        }
+    }
+    assert!(climbed.is_some(), "gentle climbs from the floor");
+}
+
+#[test]
+fn without_an_estimate_any_lasting_band_steps_down_and_a_step_that_fails_as_much_excuses() {
+    // 3 % for good near the wall, nothing below to compare with: above the
+    // retreat level, so robust holds it for good; gentle steps down one
+    // probe after the patience, and when one probe lower fails as much,
+    // the counts become the background and the governor climbs again.
+    let mut g = governor(Profile::Gentle, 100.0, Some(120.0));
+    let mut r = governor(Profile::Robust, 100.0, Some(120.0));
+    for _ in 1..BAND_PATIENCE {
+        assert_hold(&g.step(1000.0, 30.0), HoldReason::DeadBand);
+        assert_hold(&r.step(1000.0, 30.0), HoldReason::DeadBand);
+    }
+    assert_to(&g.step(1000.0, 30.0), "down", 97.6);
+    assert_hold(&r.step(1000.0, 30.0), HoldReason::DeadBand);
+    assert_hold(&g.step(1000.0, 30.0), HoldReason::Settling);
+    let mut background = None;
+    for i in 0..3 * BAND_PATIENCE {
+        let o = g.step(1000.0, 30.0);
+        assert_ne!(o.decision_str(), "down", "window {i}: {o:?}");
+        if o.decision_str() == "up" {
+            background = o.confidence.and_then(|c| c.background);
+            break;
+        }
+    }
+    let b = background.expect("climbs on the excused background");
+    assert!((b.rate - 0.03).abs() < 1e-12, "{b:?}");
+}
+
+#[test]
+fn gentle_does_not_chase_a_settle_window_that_fails_more() {
+    // A breach of 20 % backs off to 80. The settle window fails 40 %: a
+    // lower offer failing more is not answering the load. Robust backs off
+    // again at once; gentle holds, and the next window at 80 decides.
+    let mut r = governor(Profile::Robust, 100.0, None);
+    assert_to(&r.step(1000.0, 200.0), "down", 80.0);
+    assert_to(&r.step(1000.0, 400.0), "down", 48.0);
+    let mut g = governor(Profile::Gentle, 100.0, None);
+    assert_to(&g.step(1000.0, 200.0), "down", 80.0);
+    assert_hold(&g.step(1000.0, 400.0), HoldReason::Settling);
+    // Still failing 40 % at 80: now it is the offer's, and it backs off.
+    assert_eq!(g.step(1000.0, 400.0).decision_str(), "down");
+}
