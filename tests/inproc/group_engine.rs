@@ -150,7 +150,11 @@ async fn a_group_applies_the_signal_loss_policy() {
 async fn a_restarted_instance_gets_its_share_back() {
     let a = FakeTool::start(40.0, 1.0).await;
     let b = FakeTool::start(40.0, 1.0).await;
-    let cfg = group_config(&[&a, &b], "", "");
+    // A signal-loss patience of 20 rounds (3 s): on a loaded machine every
+    // read can time out for a few 150 ms rounds, and the default 3 would
+    // floor the group, whose floor write then hides the restart. Signal
+    // loss has its own test above.
+    let cfg = group_config(&[&a, &b], "signal_loss_windows = 20", "");
     let mut cfg = cfg;
     cfg.targets[0].ceiling = Some(20.0);
     let running = supervisor::start(&cfg, RunOptions::default(), None)

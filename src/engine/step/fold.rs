@@ -106,7 +106,6 @@ impl Core {
         let integer = self.policy.integer;
         let m = self.members.get_mut(&name).expect("member of the core");
         m.early_base = None;
-        m.since_reset = m.since_reset.map(|n| n.saturating_add(1));
         let finished_since = r.after.generation != m.seen_generation;
         let busy = r.before.busy() || r.after.busy() || r.before.generation != r.after.generation;
         round.idle &= !busy;
@@ -147,6 +146,9 @@ impl Core {
                 return;
             }
         };
+        // Valid reads since a reset: a failed read says nothing about a
+        // restart, so it does not use up the read that can recognise one.
+        m.since_reset = m.since_reset.map(|n| n.saturating_add(1));
         m.failed_windows = 0;
         m.last_error = None;
         if !m.up {

@@ -775,3 +775,41 @@ fn a_batched_signal_decides_early_only_after_its_lag() {
         .expect("a certain breach after the lag");
     assert_eq!((breach.attempts, breach.failures), (50.0, 30.0));
 }
+
+/// A tool restart is recognised on the first valid read after the reset,
+/// whatever reads failed in between: a loaded machine's timeouts must
+/// not let the tool keep its own default (seen in `tests/inproc` under
+/// `--test-threads=8`, where every read timed out for a few rounds).
+#[test]
+fn a_restart_is_recognised_across_failed_reads() {
+    let mut c = core(&["t"], 0.0);
+    let w = wrote(1, 4.0, 0.5, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    let out = c.step(3.0, one("t", read(100.0, 0.0, 4.0, w)));
+    assert_eq!(out.outcome.decision, Decision::Up(8.0));
+    let w = wrote(2, 8.0, 3.1, true);
+    c.step(5.0, one("t", read(300.0, 0.0, 8.0, w)));
+    // The counters go to zero; the read-back still says 8 (read before the
+    // restart), so this read alone shows only a reset.
+    let out = c.step(7.0, one("t", read(5.0, 0.0, 8.0, w)));
+    assert!(!has(&out, |e| matches!(e, Event::ToolRestart { .. })));
+    // A read times out (one: with the reset read that makes two invalid
+    // rounds, under the signal-loss policy's three).
+    let mut r = read(0.0, 0.0, 8.0, w);
+    r.signal = Err(SignalError::Timeout(Duration::from_secs(1)));
+    r.committed = None;
+    let out = c.step(9.0, one("t", r));
+    assert!(!has(&out, |e| matches!(e, Event::SignalLost { .. })));
+    // The next valid read: the tool runs its own default of 1.
+    let out = c.step(11.0, one("t", read(20.0, 0.0, 1.0, w)));
+    assert!(
+        has(&out, |e| matches!(e, Event::ToolRestart { .. })),
+        "{:?}",
+        out.events
+    );
+    assert!(
+        out.writes.iter().any(|(n, v)| n == "t" && *v >= 8.0),
+        "{:?}",
+        out.writes
+    );
+}
