@@ -183,7 +183,12 @@ async fn invalid_histograms_never_move_the_offer_and_are_counted() {
         );
         let running = run(&tool.target_toml("lat", 100, 100, &latency)).await;
         let (ctl, tel) = (running.addr, running.telemetry.clone());
-        tokio::time::sleep(Duration::from_millis(2500)).await;
+        // At least 10 windows of 100 ms (about 2.5 s; longer on a loaded
+        // machine, so wait for them rather than for a time).
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while tel.history("lat").len() < 10 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let errors = metric(ctl, "throttle_latency_errors_total{target=\"lat\"}").await;
         let offers: Vec<f64> = tel.history("lat").iter().map(|r| r.offer).collect();
         let decisions: Vec<&str> = tel.history("lat").iter().map(|r| r.decision).collect();
