@@ -793,6 +793,34 @@ fn help_shows_examples() {
     assert!(out.stdout.contains("--control <CONTROL>"), "{}", out.stdout);
 }
 
+/// Every subcommand's `--help` is plain text: clap takes it from the doc
+/// comments, and an intra-doc link (`[`NAME`]`) or a bare constant name
+/// means nothing to a user (`bench --help` printed "[`NOISE_ATTEMPTS`]" for
+/// the noise family's list).
+#[test]
+fn every_help_is_plain_text() {
+    for cmd in [
+        "demo",
+        "run",
+        "check",
+        "replay",
+        "sim",
+        "bench",
+        "healthcheck",
+    ] {
+        let out = Command::new(BIN)
+            .args([cmd, "--help"])
+            .output()
+            .expect("the binary runs");
+        assert_eq!(out.status.code(), Some(0), "{cmd} --help");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.len() > 200, "{cmd} --help is too short: {text}");
+        for bad in ["[`", "`]", "](", "NOISE_ATTEMPTS", "NOISE_BACKGROUNDS"] {
+            assert!(!text.contains(bad), "{cmd} --help has {bad:?}:\n{text}");
+        }
+    }
+}
+
 #[test]
 fn robust_profile_needs_evidence_before_backing_off() {
     let input = "{\"attempts\": 30, \"failures\": 2, \"current\": 100}\n";
