@@ -165,6 +165,9 @@ pub struct ThrottleGovernor {
     learned_resolution: f64,
     /// The last Up decided, `(from, to)`, until the next read-back.
     last_up: Option<(f64, f64)>,
+    /// How many nominal windows the next window's counts span
+    /// ([`Self::set_window_span`]); 1 unless the caller says otherwise.
+    next_span: f64,
 }
 
 impl ThrottleGovernor {
@@ -189,7 +192,25 @@ impl ThrottleGovernor {
             robust: robust::RobustState::new(profile.robust_tunables()),
             learned_resolution: 0.0,
             last_up: None,
+            next_span: 1.0,
         }
+    }
+
+    /// Says that the next window's counts span `windows` nominal windows
+    /// (a read that failed in between leaves its interval to the next valid
+    /// one, which then spans two; an early verdict spans less than one).
+    /// The verdict rules read ratios and do not care; `robust`'s plateau
+    /// test measures successes per unit of offer per window, and a window
+    /// twice as long looks like a yield twice as high: after it, no offer
+    /// ever matched it, and the governor held for good (seen under load:
+    /// stuck at 2 with every window clean). Consumed by the next
+    /// [`Self::step`]; a value that is not finite and positive counts as 1.
+    pub fn set_window_span(&mut self, windows: f64) {
+        self.next_span = if windows.is_finite() && windows > 0.0 {
+            windows
+        } else {
+            1.0
+        };
     }
 
     /// The parameters.
@@ -256,6 +277,8 @@ impl ThrottleGovernor {
     /// After an Up or Down, `current` becomes the decided value until the
     /// caller reports a different committed value with [`Self::set_current`].
     pub fn step(&mut self, attempts: f64, failures: f64) -> Outcome {
+        let span = std::mem::replace(&mut self.next_span, 1.0);
+        self.robust.window_span = span;
         let outcome = match self.profile.robust_tunables() {
             None => self.step_default(attempts, failures),
             Some(_) => self.step_robust(attempts, failures),

@@ -141,7 +141,9 @@
 //! and more offer only queues (`queueing` answers every attempt later and
 //! later and fails only at the client's timeout, at 2.76 C). It climbs
 //! again as soon as the successes follow the offer. Only the window's
-//! attempts, failures and the governor's own offer are used.
+//! attempts, failures, the governor's own offer and the time the window
+//! covers (in windows; [`ThrottleGovernor::set_window_span`]: a window
+//! over a failed read covers two) are used.
 //!
 //! **After a memory clear**, an Up adds [`REPROBE_START`] (10 %) of the
 //! offer at which the memory cleared, and the increment doubles with every
@@ -271,7 +273,7 @@ impl ThrottleGovernor {
         };
         let pooled = self.robust.pool_attempts;
         let pooled_successes = pooled - self.robust.pool_failures;
-        let pooled_windows = self.robust.pool_windows;
+        let pooled_span = self.robust.pool_span;
         self.robust.empty_pool();
         let frac = judgement.frac();
         let signal = Signal {
@@ -289,7 +291,7 @@ impl ThrottleGovernor {
         let probing_from = self.robust.probing_from;
         let fresh_up = std::mem::take(&mut self.robust.fresh_up);
         let returned = std::mem::take(&mut self.robust.retreated);
-        let plateau = clean && self.plateau(pooled_successes, from * f64::from(pooled_windows));
+        let plateau = clean && self.plateau(pooled_successes, from * pooled_span);
         if clean {
             self.robust.probing_from = None;
             self.robust.in_episode = false;

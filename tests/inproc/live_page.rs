@@ -121,10 +121,31 @@ async fn the_live_page_charts_the_offers_of_a_real_run_and_fetches_only_from_the
             if t["last_decision"].is_string() {
                 reported.insert(t["offer"].as_f64().unwrap().round() as i64);
             }
-            assert!(
-                started.elapsed() < TEST_LIMIT,
-                "the run never moved: offers decided at {reported:?}, {last_windows} windows: {t}"
-            );
+            if started.elapsed() >= TEST_LIMIT {
+                let windows: Vec<String> = running
+                    .telemetry
+                    .history("demo")
+                    .iter()
+                    .take(12)
+                    .map(|w| {
+                        format!(
+                            "{}: offer {} attempts {:?} failures {:?} {} {} -> {}{}",
+                            w.time_secs,
+                            w.offer,
+                            w.attempts,
+                            w.failures,
+                            w.decision,
+                            w.label,
+                            w.to,
+                            if w.discarded { " (discarded)" } else { "" }
+                        )
+                    })
+                    .collect();
+                panic!(
+                    "the run never moved: offers decided at {reported:?}, {last_windows} windows: {t}\nfirst windows:\n{}",
+                    windows.join("\n")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         // Once the page has polled after two more windows, its chart holds

@@ -103,6 +103,14 @@ impl Core {
         }
         let sum = round.sum;
         let outcome = if decided {
+            // How many windows' time the counts cover: the plateau test
+            // measures successes per window of time (see
+            // `ThrottleGovernor::set_window_span`).
+            let span = match early {
+                Some(b) if self.policy.window_secs > 0.0 => b.secs / self.policy.window_secs,
+                _ => f64::from(round.span_rounds.max(1)),
+            };
+            self.gov.set_window_span(span);
             self.gov.step_with_latency(sum.0, sum.1, lat_window)
         } else if round.discarded > 0 {
             self.gov.hold(HoldReason::OfferChange, None, false)

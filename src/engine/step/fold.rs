@@ -54,6 +54,10 @@ pub(super) struct Round {
     pub(super) idle: bool,
     /// How the (last) counter reading was folded.
     pub(super) folded: Option<Folded>,
+    /// The most rounds a window that went into `sum` covers: 1, plus the
+    /// reads that failed since its baseline (a failed read leaves its
+    /// interval to the next valid one's window).
+    pub(super) span_rounds: u32,
 }
 
 impl Round {
@@ -68,6 +72,7 @@ impl Round {
             discarded: 0,
             resets: 0,
             errors: Vec::new(),
+            span_rounds: 0,
             restart: false,
             idle: true,
             folded: None,
@@ -149,7 +154,9 @@ impl Core {
         // Valid reads since a reset: a failed read says nothing about a
         // restart, so it does not use up the read that can recognise one.
         m.since_reset = m.since_reset.map(|n| n.saturating_add(1));
-        m.failed_windows = 0;
+        // Rounds whose reads failed since the last valid one: this read's
+        // window (if it is one) covers their time too.
+        let missed = std::mem::take(&mut m.failed_windows);
         m.last_error = None;
         if !m.up {
             m.up = true;
@@ -212,6 +219,7 @@ impl Core {
                     round.sum.0 += w.attempts;
                     round.sum.1 += w.failures;
                     round.contributors += 1;
+                    round.span_rounds = round.span_rounds.max(1 + missed);
                 } else {
                     round.discarded += 1;
                     round.ev.push(Event::Discarded {

@@ -26,6 +26,7 @@ impl Core {
             mut writes,
             changed,
             idle,
+            span_rounds,
             ..
         } = round;
         let Decided {
@@ -48,7 +49,13 @@ impl Core {
         ev.push(Event::Window {
             outcome: Box::new(outcome),
             at,
-            window_secs: early.map_or(self.policy.window_secs, |b| b.secs),
+            // The window's own length: one round per read it covers (a
+            // read that failed in between adds its round; the report's
+            // throughput divides by it), shorter for an early verdict.
+            window_secs: early.map_or(
+                self.policy.window_secs * f64::from(span_rounds.max(1)),
+                |b| b.secs,
+            ),
             unconfirmed,
             in_effect,
             not_written,

@@ -813,3 +813,46 @@ fn a_restart_is_recognised_across_failed_reads() {
         out.writes
     );
 }
+
+/// A window whose counts cover a failed read's interval too is weighed as
+/// the rounds it covers: its Window event says so (the report's throughput
+/// divides by it), and the governor's plateau test does not take its
+/// doubled count for a doubled yield. (Before: the next offer's windows
+/// were "no more successes than the offer below" and gentle held there for
+/// good, every window clean: the live page test under load, stuck at 2.)
+#[test]
+fn a_window_over_a_failed_read_counts_the_time_it_covers() {
+    let mut c = core(&["t"], 0.0);
+    c.gov = ThrottleGovernor::with_profile(params(100.0), Profile::Gentle);
+    let w = wrote(1, 4.0, 0.5, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    let mut r = read(0.0, 0.0, 4.0, w);
+    r.signal = Err(SignalError::Timeout(Duration::from_secs(1)));
+    r.committed = None;
+    c.step(3.0, one("t", r));
+    // 2,400 attempts over 4 s: two windows' worth at 4.
+    let out = c.step(5.0, one("t", read(2400.0, 0.0, 4.0, w)));
+    assert_eq!(out.outcome.decision, Decision::Up(8.0), "{:?}", out.events);
+    assert!(
+        has(
+            &out,
+            |e| matches!(e, Event::Window { window_secs, .. } if (*window_secs - 4.0).abs() < 1e-9)
+        ),
+        "{:?}",
+        out.events
+    );
+    // At 8, 2,400 a 2 s window: the same yield per unit of offer and time.
+    let w = wrote(2, 8.0, 5.1, true);
+    let mut total = 2400.0;
+    let mut last = None;
+    for k in 0..4 {
+        total += 2400.0;
+        let out = c.step(7.0 + 2.0 * f64::from(k), one("t", read(total, 0.0, 8.0, w)));
+        if out.decided {
+            last = Some(out.outcome);
+            break;
+        }
+    }
+    let o = last.expect("a window at 8 was decided");
+    assert_eq!(o.decision, Decision::Up(16.0), "{o:?}");
+}

@@ -35,7 +35,7 @@
 //!   offers, the estimate's rate is too unsure to test against (1 failure
 //!   in 64 is anything from 0.04 % to 8 %), so the clean rule asks instead
 //!   whether the pool fails significantly more than the low offers did
-//!   ([`significantly_more_than`], which weighs both samples).
+//!   (`stats::significantly_more_than`, which weighs both samples).
 //! - **The floor** stands in for itself as the opening offer does: no
 //!   lower offer could fail less.
 //! - **The offers just below** ([`Background::below`]): the last [`NEAR`]

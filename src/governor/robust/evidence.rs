@@ -89,6 +89,7 @@ impl ThrottleGovernor {
         r.pool_attempts += attempts;
         r.pool_failures += failures;
         r.pool_windows += 1;
+        r.pool_span += r.window_span;
         // The breach test looks at recent windows at this offer, not at
         // every window since the last move: early clean windows must not
         // hide failures that are rising now.

@@ -22,6 +22,11 @@ pub struct RobustState {
     pub(super) pool_failures: f64,
     /// Windows pooled since the last verdict.
     pub(super) pool_windows: u32,
+    /// The nominal windows they span (a window over a failed read spans
+    /// two): the plateau test's unit of time.
+    pub(super) pool_span: f64,
+    /// The span of the window being stepped, set by the governor's step.
+    pub(crate) window_span: f64,
     /// Attempts at the current offer (since the last movement, settle
     /// windows excluded): the evidence for a breach.
     pub(super) offer_attempts: f64,
@@ -103,6 +108,8 @@ impl RobustState {
             pool_attempts: 0.0,
             pool_failures: 0.0,
             pool_windows: 0,
+            pool_span: 0.0,
+            window_span: 1.0,
             offer_attempts: 0.0,
             offer_failures: 0.0,
             offer_recent: [(0.0, 0.0); BREACH_WINDOWS],
@@ -138,6 +145,7 @@ impl RobustState {
         self.pool_attempts = 0.0;
         self.pool_failures = 0.0;
         self.pool_windows = 0;
+        self.pool_span = 0.0;
     }
 
     pub(super) fn moved(&mut self) {

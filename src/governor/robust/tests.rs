@@ -208,6 +208,33 @@ fn an_offer_that_adds_no_successes_does_not_climb() {
 }
 
 #[test]
+fn a_window_that_spans_two_is_no_plateau_for_the_next() {
+    // Offer 1's window spans two nominal windows (a read failed in
+    // between): 600 attempts in twice the time. Then 600 a window at 2:
+    // the same yield per window of time, so the successes follow the
+    // offer. Taken as one window, offer 1's yield was 600, 2's is 300:
+    // a "plateau", and every later window held there (a live run, under
+    // load, sat at 2 for 120 s with every window clean).
+    for profile in [Profile::Gentle, Profile::Robust] {
+        let mut g = rate_governor(profile, 1.0, None);
+        g.set_window_span(2.0);
+        assert_to(&g.step(600.0, 0.0), "up", 2.0);
+        assert_to(&g.step(600.0, 0.0), "up", 4.0);
+        // Without the span, the same counts hold at 2 for good.
+        let mut blind = rate_governor(profile, 1.0, None);
+        assert_to(&blind.step(600.0, 0.0), "up", 2.0);
+        for _ in 0..5 {
+            assert_hold(&blind.step(600.0, 0.0), HoldReason::Dwelling);
+        }
+    }
+    // The span is the next window's only, and nonsense counts as 1.
+    let mut g = rate_governor(Profile::Gentle, 1.0, None);
+    g.set_window_span(f64::NAN);
+    assert_to(&g.step(600.0, 0.0), "up", 2.0);
+    assert_hold(&g.step(600.0, 0.0), HoldReason::Dwelling);
+}
+
+#[test]
 fn late_failures_after_a_down_settle_instead_of_moving_last_bad() {
     // Default: the lagged failures cause a second Down and last_bad drops.
     let mut d = default(100.0, None);
