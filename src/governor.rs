@@ -165,9 +165,6 @@ pub struct ThrottleGovernor {
     learned_resolution: f64,
     /// The last Up decided, `(from, to)`, until the next read-back.
     last_up: Option<(f64, f64)>,
-    /// How many nominal windows the next window's counts span
-    /// ([`Self::set_window_span`]); 1 unless the caller says otherwise.
-    next_span: f64,
 }
 
 impl ThrottleGovernor {
@@ -192,7 +189,6 @@ impl ThrottleGovernor {
             robust: robust::RobustState::new(profile.robust_tunables()),
             learned_resolution: 0.0,
             last_up: None,
-            next_span: 1.0,
         }
     }
 
@@ -206,7 +202,7 @@ impl ThrottleGovernor {
     /// stuck at 2 with every window clean). Consumed by the next
     /// [`Self::step`]; a value that is not finite and positive counts as 1.
     pub fn set_window_span(&mut self, windows: f64) {
-        self.next_span = if windows.is_finite() && windows > 0.0 {
+        self.robust.window_span = if windows.is_finite() && windows > 0.0 {
             windows
         } else {
             1.0
@@ -277,12 +273,12 @@ impl ThrottleGovernor {
     /// After an Up or Down, `current` becomes the decided value until the
     /// caller reports a different committed value with [`Self::set_current`].
     pub fn step(&mut self, attempts: f64, failures: f64) -> Outcome {
-        let span = std::mem::replace(&mut self.next_span, 1.0);
-        self.robust.window_span = span;
         let outcome = match self.profile.robust_tunables() {
             None => self.step_default(attempts, failures),
             Some(_) => self.step_robust(attempts, failures),
         };
+        // The span was this window's only.
+        self.robust.window_span = 1.0;
         self.last_up = match outcome.decision {
             Decision::Up(to) => Some((outcome.from, to)),
             _ => None,

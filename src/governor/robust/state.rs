@@ -25,7 +25,9 @@ pub struct RobustState {
     /// The nominal windows they span (a window over a failed read spans
     /// two): the plateau test's unit of time.
     pub(super) pool_span: f64,
-    /// The span of the window being stepped, set by the governor's step.
+    /// The span of the next window, in nominal windows
+    /// ([`set_window_span`](crate::governor::ThrottleGovernor::set_window_span));
+    /// back to 1 after each step.
     pub(crate) window_span: f64,
     /// Attempts at the current offer (since the last movement, settle
     /// windows excluded): the evidence for a breach.
