@@ -37,8 +37,14 @@ pub use steady::{
 };
 use steady::{latest_evidence, levels_of, use_of, Use};
 
-fn capacity_figure(offer: f64, l: &LevelStats, above: Option<&LevelStats>) -> CapacityFigure {
+fn capacity_figure(
+    offer: f64,
+    l: &LevelStats,
+    above: Option<&LevelStats>,
+    lower_bound: bool,
+) -> CapacityFigure {
     CapacityFigure {
+        lower_bound,
         offer,
         failure_ratio: l.failure_ratio,
         interval: [l.interval.low, l.interval.high],
@@ -77,6 +83,7 @@ pub fn estimate(
                 offer,
                 c,
                 s.evidence.next_step_up.as_ref(),
+                binding(&s, history, high, latency) == Some("neither"),
             ));
         }
     }
@@ -95,6 +102,7 @@ pub fn estimate(
             figure_of(&levels[i], integer),
             &levels[i],
             Some(above),
+            false,
         )),
         None => CapacityEstimate::None,
     }
@@ -144,8 +152,8 @@ pub struct TargetReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_bound: Option<LatencyBoundStatus>,
     /// Which bound limits the capacity: `failures`, `latency`, `both`, or
-    /// `neither` (no window's quantile reached the latency bound: the
-    /// figure is a lower bound) (null without a capacity figure). See
+    /// `neither` (the run never showed a bound crossed above the figure:
+    /// it is a lower bound) (null without a capacity figure). See
     /// [`binding`].
     pub binding: Option<&'static str>,
     /// How sure the verdicts were (`robust` and `gentle` only): the latest
@@ -162,32 +170,69 @@ pub struct TargetReport {
 /// Which bound limits a capacity figure: the one(s) the next step up
 /// exceeded; when the period never went higher, the signal that drove most
 /// of its back-offs, else what held it (latency-band holds), else the
-/// signal of the last back-off before it; `failures` without a latency
-/// bound. Latency binds only when some window's quantile was over the
-/// bound: otherwise `neither`, and the figure is a lower bound.
+/// signal of the last back-off before it.
+///
+/// A bound binds only where the run showed it crossed, otherwise the figure
+/// is a lower bound and the answer is `neither`:
+/// - latency, only when some window's quantile was over the bound;
+/// - failures, only when the next level above the capacity that the run
+///   visited failed more than `high` ([`failures_crossed_above`]). A run
+///   held below the wall (in the dead band by a background failure rate,
+///   say, or at the ceiling) has measured only that the target holds at
+///   least this much.
 pub fn binding(
     steady: &Steady,
-    period: &[WindowRecord],
+    history: &[WindowRecord],
     high: f64,
     latency: Option<LatencyBoundStatus>,
 ) -> Option<&'static str> {
     steady.capacity?;
+    let failures = failures_crossed_above(steady, history, high);
     let Some(bound) = latency else {
-        return Some("failures");
+        return Some(if failures { "failures" } else { "neither" });
     };
-    let found = binding_found(steady, period, high);
+    let found = binding_found(steady, history, high);
     // Latency binds only where a window's quantile exceeded the bound: a
     // figure held in the band (or at the ceiling) below a bound no window
     // ever reached is a lower bound of the latency capacity (issue 26).
-    let crossed = period
+    let crossed = history
         .iter()
         .any(|r| r.latency_secs.is_some_and(|l| l > bound.bound_secs));
     Some(match found {
         "latency" if !crossed => "neither",
         "both" if !crossed => "failures",
+        "failures" if !crossed && !failures => "neither",
         b => b,
     })
 }
+
+/// Whether the run showed the failure bound crossed just above the figure:
+/// the next step up of the settled period pooled a failure ratio over
+/// `high`; or, when the period went no higher, the lowest level above the
+/// capacity among the latest evidence windows (at most [`MAX_PERIOD`],
+/// pooled at the period's level width) did, and lies at most
+/// [`BRACKET_LEVELS`] levels above it. An opening overshoot far past the
+/// wall brackets nothing near the figure.
+pub fn failures_crossed_above(steady: &Steady, history: &[WindowRecord], high: f64) -> bool {
+    let Some(c) = steady.evidence.capacity.as_ref() else {
+        return false;
+    };
+    if let Some(u) = &steady.evidence.next_step_up {
+        return u.failure_ratio > high;
+    }
+    let width = steady.settled.level_width;
+    let evidence = latest_evidence(history);
+    pool(&evidence, width, high, None)
+        .iter()
+        .find(|l| l.offer_min > c.offer_max)
+        .is_some_and(|l| {
+            l.failure_ratio > high && l.offer_min <= c.offer_max + BRACKET_LEVELS * width
+        })
+}
+
+/// How far above a figure, in levels (probe steps), a failing level seen
+/// before the settled period still shows where the bound binds.
+pub const BRACKET_LEVELS: f64 = 2.0;
 
 /// [`binding`] before the check that latency was ever over its bound.
 fn binding_found(steady: &Steady, period: &[WindowRecord], high: f64) -> &'static str {
@@ -344,8 +389,16 @@ impl TargetReport {
                         None => "; no higher offer in the settled period".to_string(),
                     },
                 };
+                let lower = if bind == Some("neither") {
+                    format!(
+                        " (a lower bound: no higher offer in the settled period failed more than {})",
+                        pct(high)
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{name}: capacity {} {control} at steady state, failure ratio {} within the bound {} (95% interval {}–{} over {} windows){next}",
+                    "{name}: capacity {} {control} at steady state{lower}, failure ratio {} within the bound {} (95% interval {}–{} over {} windows){next}",
                     short(figure),
                     pct(c.failure_ratio),
                     pct(high),

@@ -134,6 +134,9 @@ fn integer_sawtooth_10_11_gives_10_with_the_step_up_as_evidence() {
         t.verdict
     );
     assert!(t.verdict.contains("11 exceeded the bound"), "{}", t.verdict);
+    // The bound was shown crossed just above the figure: it binds.
+    assert_eq!(t.binding, Some("failures"));
+    assert!(!t.verdict.contains("lower bound"), "{}", t.verdict);
     // The old meanings are kept: the mean offer, pooled over the period.
     let mean = t.steady_offer.unwrap();
     assert!(mean > 10.0 && mean < 11.0, "{mean}");
@@ -209,6 +212,90 @@ fn plateaus_give_today_s_figures() {
     let t = report(h);
     assert_eq!(t.not_steady_reason, Some("too-few-windows"));
     assert!(t.verdict.contains("never became steady"), "{}", t.verdict);
+}
+
+/// The real background stall (docs/BENCHMARKS.md, "The opening's one
+/// witness"): a wall at 10, 3 % of attempts failing at every offer, and a
+/// governor held in the dead band at 4 and 5, its probes to 6 failing no
+/// more than the background. Nothing above the figure crossed the bound,
+/// so the report must not present 5 as where the bound binds.
+#[test]
+fn a_figure_held_below_a_bound_no_offer_crossed_is_a_lower_bound() {
+    let mut h = vec![
+        rec(0.0, 1.0, 15.0, 0.0, "up"),
+        rec(3.0, 2.0, 30.0, 0.0, "up"),
+    ];
+    let mut t = 3.0;
+    for _ in 0..5 {
+        for (offer, decision) in [
+            (4.0, "up"),
+            (5.0, "hold"),
+            (5.0, "hold"),
+            (5.0, "up"),
+            (6.0, "down"),
+        ] {
+            t += 3.0;
+            // 3 % of 15 attempts per user: about 2 failures in 75.
+            let attempts = 15.0 * offer;
+            h.push(rec(t, offer, attempts, (0.03 * attempts).round(), decision));
+        }
+    }
+    let r = report(h.clone());
+    assert!(r.steady, "{}", r.verdict);
+    assert_eq!(r.capacity, Some(6.0), "{}", r.verdict);
+    assert_eq!(r.binding, Some("neither"), "{}", r.verdict);
+    assert!(
+        r.verdict.contains(
+            "capacity 6 concurrency at steady state (a lower bound: no higher offer in the settled period failed more than 5%)"
+        ),
+        "{}",
+        r.verdict
+    );
+    // The live figure is the report's, and says so too.
+    let live = estimate(&h, &SteadyRule::default(), 0.05, None);
+    let CapacityEstimate::Steady(f) = live else {
+        panic!("{live:?}")
+    };
+    assert!(f.offer == 6.0 && f.lower_bound, "{f:?}");
+    // The same run with its probes to 6 failing like a wall: the bound binds.
+    for w in h.iter_mut().filter(|w| w.offer == 6.0) {
+        w.failures = Some(0.2 * w.attempts.unwrap());
+    }
+    let live = estimate(&h, &SteadyRule::default(), 0.05, None);
+    let CapacityEstimate::Steady(f) = live else {
+        panic!("{live:?}")
+    };
+    assert!(f.offer == 5.0 && !f.lower_bound, "{f:?}");
+    let r = report(h);
+    assert_eq!(r.capacity, Some(5.0), "{}", r.verdict);
+    assert_eq!(r.binding, Some("failures"), "{}", r.verdict);
+    assert!(!r.verdict.contains("lower bound"), "{}", r.verdict);
+}
+
+/// A plateau settled at 10 brackets the wall with a failed probe to 12 made
+/// before its settled period (two levels up: the halves' tops differ, so
+/// the period leaves it out); an opening overshoot to 16 brackets nothing
+/// near a plateau at 5.
+#[test]
+fn a_failed_level_just_above_the_figure_before_the_period_still_binds() {
+    let run = |plateau: f64, above: f64| {
+        let mut h = vec![
+            rec(0.0, 2.0, 20.0, 0.0, "up"),
+            rec(1.0, 4.0, 40.0, 0.0, "up"),
+            rec(2.0, plateau, 10.0 * plateau, 0.0, "up"),
+            rec(3.0, above, 10.0 * above, 3.0 * above, "down"),
+        ];
+        h.extend((0..12).map(|i| rec(4.0 + f64::from(i), plateau, 10.0 * plateau, 0.0, "hold")));
+        report(h)
+    };
+    let r = run(10.0, 12.0);
+    assert_eq!(r.capacity, Some(10.0), "{}", r.verdict);
+    assert!(r.evidence.as_ref().unwrap().next_step_up.is_none());
+    assert_eq!(r.binding, Some("failures"), "{}", r.verdict);
+    let r = run(5.0, 16.0);
+    assert_eq!(r.capacity, Some(5.0), "{}", r.verdict);
+    assert_eq!(r.binding, Some("neither"), "{}", r.verdict);
+    assert!(r.verdict.contains("(a lower bound"), "{}", r.verdict);
 }
 
 #[test]
@@ -759,7 +846,15 @@ mod latency_bound {
             &SteadyRule::default(),
         );
         assert_eq!(t.capacity, Some(16.0));
-        assert_eq!(t.binding, Some("failures"));
+        // No offer failed at all: 16 is all the failure plane can say.
+        assert_eq!(t.binding, Some("neither"));
+        assert!(
+            t.verdict.contains(
+                "capacity 16 concurrency at steady state (a lower bound: no higher offer in the settled period failed more than 5%)"
+            ),
+            "{}",
+            t.verdict
+        );
         assert!(t.latency_bound.is_none());
     }
 

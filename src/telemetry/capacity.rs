@@ -46,6 +46,11 @@ pub struct CapacityFigure {
     /// the lowest level above that breached; steady: the report's next step
     /// up), if any.
     pub next_step_up: Option<f64>,
+    /// Steady only: no level above the figure was shown over a bound (the
+    /// report's `binding` is `neither`), so the target holds at least this
+    /// much and the run has not found where it stops. A provisional figure
+    /// is bracketed by a breach by construction.
+    pub lower_bound: bool,
 }
 
 impl CapacityEstimate {
@@ -80,7 +85,7 @@ impl Serialize for CapacityEstimate {
         let Some(f) = self.figure() else {
             return s.serialize_none();
         };
-        let mut st = s.serialize_struct("Capacity", 8)?;
+        let mut st = s.serialize_struct("Capacity", 9)?;
         st.serialize_field("offer", &f.offer)?;
         st.serialize_field("steady", &matches!(self, CapacityEstimate::Steady(_)))?;
         st.serialize_field("failure_ratio", &f.failure_ratio)?;
@@ -89,6 +94,7 @@ impl Serialize for CapacityEstimate {
         st.serialize_field("attempts", &f.attempts)?;
         st.serialize_field("failures", &f.failures)?;
         st.serialize_field("next_step_up", &f.next_step_up)?;
+        st.serialize_field("lower_bound", &f.lower_bound)?;
         st.end()
     }
 }
@@ -106,6 +112,7 @@ mod tests {
             attempts: 400.0,
             failures: 8.0,
             next_step_up: Some(offer + 1.0),
+            lower_bound: false,
         }
     }
 
@@ -120,8 +127,15 @@ mod tests {
         assert_eq!(v["steady"], false);
         assert_eq!(v["interval"], serde_json::json!([0.01, 0.03]));
         assert_eq!(v["windows"], 4);
+        assert_eq!(v["lower_bound"], false);
         let v = serde_json::to_value(CapacityEstimate::Steady(figure(10.0))).unwrap();
         assert_eq!(v["steady"], true);
+        let v = serde_json::to_value(CapacityEstimate::Steady(CapacityFigure {
+            lower_bound: true,
+            ..figure(10.0)
+        }))
+        .unwrap();
+        assert_eq!(v["lower_bound"], true);
     }
 
     #[test]

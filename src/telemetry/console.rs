@@ -57,9 +57,11 @@ pub fn status_line(s: &TargetStatus) -> String {
     );
     if let Some(c) = s.capacity.figure() {
         line.push_str(&format!(
-            " | capacity {} {}",
+            " | capacity {}{} {}{}",
+            if c.lower_bound { ">= " } else { "" },
             super::logging::offer(knob, c.offer),
-            s.capacity.state().unwrap_or("")
+            s.capacity.state().unwrap_or(""),
+            if c.lower_bound { ", a lower bound" } else { "" }
         ));
     }
     if let Some(e) = &s.last_error {

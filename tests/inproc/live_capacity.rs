@@ -28,17 +28,22 @@ fn capacity_series(metrics: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// Governs `tool` as target `checkout` at 100 ms windows, up to `ceiling`.
+async fn govern(tool: &FakeTool, ceiling: u32) -> supervisor::Running {
+    let cfg = Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+        tool.target_toml("checkout", ceiling, 100, "")
+    ))
+    .unwrap();
+    supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capacity_is_null_then_provisional_then_steady_and_equals_the_report() {
     let tool = FakeTool::start(CAPACITY, 1.0).await;
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        tool.target_toml("checkout", 60, 100, "")
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = govern(&tool, 60).await;
     let ctl = running.addr;
 
     // Null before any evidence brackets the wall, and no series.
@@ -127,6 +132,14 @@ async fn capacity_is_null_then_provisional_then_steady_and_equals_the_report() {
                 before["capacity"],
                 t.verdict
             );
+            // The wall was crossed just above the figure: both say so.
+            assert_eq!(
+                (before["capacity"]["lower_bound"].as_bool(), t.binding),
+                (Some(false), Some("failures")),
+                "live {} vs report: {}",
+                before["capacity"],
+                t.verdict
+            );
             compared = true;
             break;
         }
@@ -137,4 +150,73 @@ async fn capacity_is_null_then_provisional_then_steady_and_equals_the_report() {
         "could not read the status and report between windows"
     );
     running.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A target far above the ceiling: the governor climbs to the ceiling and
+/// holds there clean, so the steady figure is the ceiling and nothing above
+/// it was tried. The live figure, its log line's source and the report all
+/// call it a lower bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_figure_held_at_the_ceiling_is_a_lower_bound() {
+    let tool = FakeTool::start(100.0, 1.0).await;
+    let running = govern(&tool, 8).await;
+    let ctl = running.addr;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut live = serde_json::Value::Null;
+    while Instant::now() < deadline {
+        live = target_status(ctl, "checkout").await["capacity"].clone();
+        if live["steady"] == true {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    // The live page, in a real browser, marks the figure as a lower bound.
+    let page = match crate::support::browser::chromium() {
+        Some(binary) => {
+            let mut browser = crate::support::browser::Browser::launch(
+                binary,
+                &format!("http://{ctl}/"),
+                1100,
+                800,
+            )
+            .await;
+            let cell = browser
+                .wait_for(
+                    "(() => { const r = document.querySelector('#summary tbody tr'); \
+                     const c = r && r.querySelectorAll('td')[6]; \
+                     return c && c.textContent.indexOf('steady') >= 0 ? c.textContent : null; })()",
+                    Duration::from_secs(20),
+                )
+                .await;
+            Some(cell.as_str().unwrap_or_default().to_string())
+        }
+        None => {
+            crate::support::require_tool("chromium");
+            None
+        }
+    };
+    let report = running.report(&SteadyRule::default());
+    running.shutdown(Duration::from_secs(5)).await;
+    let t = &report.targets[0];
+    if let Some(cell) = page {
+        assert!(
+            cell.starts_with("\u{2265} 8 steady (a lower bound"),
+            "the page's capacity cell: {cell}"
+        );
+    }
+    assert_eq!(
+        live["steady"], true,
+        "never steady in 20 s: {live} {}",
+        t.verdict
+    );
+    assert_eq!(live["offer"], 8.0, "{live}");
+    assert_eq!(live["lower_bound"], true, "{live}");
+    assert_eq!(t.capacity, Some(8.0), "{}", t.verdict);
+    assert_eq!(t.binding, Some("neither"), "{}", t.verdict);
+    assert!(
+        t.verdict
+            .contains("capacity 8 concurrency at steady state (a lower bound: no higher offer in the settled period failed more than 5%)"),
+        "{}",
+        t.verdict
+    );
 }

@@ -386,6 +386,30 @@ impl Measured {
         self.verdict_of(&line, &failed);
     }
 
+    /// Whatever the run found, the report is not wrong about it: a figure
+    /// below the limit's ±15 % band must be reported as a lower bound
+    /// (`binding` is `neither`: no level just above it was shown over the
+    /// bound), never as where the bound binds.
+    #[track_caller]
+    pub fn assert_honest_figure(&self) {
+        let Some(c) = self.capacity else {
+            return;
+        };
+        if c < 0.85 * self.limit {
+            assert_eq!(
+                self.summary["binding"], "neither",
+                "{}: the report's capacity {c} is below the limit {} but is not reported as a lower bound: {}",
+                self.label, self.limit, self.verdict
+            );
+            assert!(
+                self.verdict.contains("(a lower bound"),
+                "{}: {}",
+                self.label,
+                self.verdict
+            );
+        }
+    }
+
     /// Issue 26's goals over a full-length run: backed off at the wall; the
     /// report's capacity within ±15 % of the limit; the live estimate within
     /// ±20 % by [`LIVE_BY`] and from then to the end (asserted when `live`,
