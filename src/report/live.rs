@@ -161,12 +161,7 @@ impl LiveCapacity {
             }
         }
         self.windows.push_back(LiveWindow::of(record));
-        let history: Vec<WindowRecord> = self
-            .windows
-            .iter()
-            .enumerate()
-            .map(|(i, w)| w.record(i))
-            .collect();
+        let history = self.ring();
         let older: Vec<WindowRecord> = self
             .older
             .iter()
@@ -186,6 +181,15 @@ impl LiveCapacity {
             })
             .collect();
         estimate_remembering(&history, &older, &self.rule, self.high, self.latency)
+    }
+
+    /// The ring as the records the estimate reads, oldest first.
+    fn ring(&self) -> Vec<WindowRecord> {
+        self.windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| w.record(i))
+            .collect()
     }
 
     /// Pools a window that left the ring into [`Self::older`], when it was
@@ -268,12 +272,7 @@ mod tests {
         };
         assert!(f.offer == 10.0 && !f.lower_bound, "{f:?}");
         // The ring alone forgot the probe.
-        let ring: Vec<WindowRecord> = live
-            .windows
-            .iter()
-            .enumerate()
-            .map(|(i, w)| w.record(i))
-            .collect();
+        let ring = live.ring();
         let CapacityEstimate::Steady(f) =
             super::super::estimate(&ring, &SteadyRule::default(), 0.05, None)
         else {
@@ -303,25 +302,11 @@ mod tests {
     #[test]
     fn the_ring_is_bounded() {
         let mut live = LiveCapacity::new(SteadyRule::default(), 0.05, None);
-        let r = WindowRecord {
-            time_secs: 0.0,
-            offer: 5.0,
-            attempts: Some(100.0),
-            failures: Some(0.0),
-            frac: Some(0.0),
-            window_secs: Some(1.0),
-            decision: "up",
-            to: 6.0,
-            label: "",
-            discarded: false,
-            unconfirmed: false,
-            latency_secs: None,
-            latency_drove: false,
-            confidence: None,
-        };
-        for _ in 0..3 * LIVE_WINDOWS {
-            live.push(&r);
+        for i in 0..3 * LIVE_WINDOWS {
+            live.push(&window(5.0 + (i % 40) as f64, 100.0, 0.0));
         }
         assert_eq!(live.windows.len(), LIVE_WINDOWS);
+        // 40 offers left the ring: only the latest 32 are pooled.
+        assert_eq!(live.older.len(), OLDER_OFFERS);
     }
 }
