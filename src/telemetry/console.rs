@@ -161,4 +161,36 @@ mod tests {
         assert!(lines[1].chars().count() <= 10);
         assert!(lines.last().unwrap().contains("5 more targets"));
     }
+
+    #[test]
+    fn a_steady_figure_that_is_a_lower_bound_says_so() {
+        use crate::telemetry::{CapacityEstimate, CapacityFigure};
+        let figure = CapacityFigure {
+            offer: 8.0,
+            failure_ratio: 0.0,
+            interval: [0.0, 0.01],
+            windows: 10,
+            attempts: 800.0,
+            failures: 0.0,
+            next_step_up: None,
+            lower_bound: true,
+        };
+        let mut s = status("t", 8.0);
+        s.capacity = CapacityEstimate::Steady(figure);
+        let line = status_line(&s);
+        assert!(
+            line.ends_with("| capacity >= 8 steady, a lower bound"),
+            "{line}"
+        );
+        s.capacity = CapacityEstimate::Steady(CapacityFigure {
+            lower_bound: false,
+            next_step_up: Some(9.0),
+            ..figure
+        });
+        assert!(
+            status_line(&s).ends_with("| capacity 8 steady"),
+            "{}",
+            status_line(&s)
+        );
+    }
 }
