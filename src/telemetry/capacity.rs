@@ -62,18 +62,22 @@ impl CapacityEstimate {
         }
     }
 
-    /// `provisional` or `steady` (the metric's `state` label), or None.
+    /// `provisional`, `steady`, or `lower-bound` (steady, and a lower
+    /// bound: [`CapacityFigure::lower_bound`]): the metric's `state` label;
+    /// None without a figure.
     pub fn state(&self) -> Option<&'static str> {
         match self {
             CapacityEstimate::None => None,
             CapacityEstimate::Provisional(_) => Some("provisional"),
+            CapacityEstimate::Steady(f) if f.lower_bound => Some("lower-bound"),
             CapacityEstimate::Steady(_) => Some("steady"),
         }
     }
 
     /// Whether the figure or its state differs from `other`'s (what is
-    /// logged and what moves the metric's series); the interval and the
-    /// window count move every window and do not count.
+    /// logged and what moves the metric's series; a steady figure that
+    /// becomes a lower bound, or stops being one, changes state); the
+    /// interval and the window count move every window and do not count.
     pub fn changed_from(&self, other: &CapacityEstimate) -> bool {
         self.state() != other.state()
             || self.figure().map(|f| f.offer) != other.figure().map(|f| f.offer)
@@ -147,5 +151,12 @@ mod tests {
         assert!(CapacityEstimate::Steady(figure(10.0)).changed_from(&a));
         assert!(CapacityEstimate::Provisional(figure(11.0)).changed_from(&a));
         assert!(CapacityEstimate::None.changed_from(&a));
+        let steady = CapacityEstimate::Steady(figure(10.0));
+        let lower = CapacityEstimate::Steady(CapacityFigure {
+            lower_bound: true,
+            ..figure(10.0)
+        });
+        assert_eq!(lower.state(), Some("lower-bound"));
+        assert!(lower.changed_from(&steady) && steady.changed_from(&lower));
     }
 }

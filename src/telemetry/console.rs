@@ -57,11 +57,14 @@ pub fn status_line(s: &TargetStatus) -> String {
     );
     if let Some(c) = s.capacity.figure() {
         line.push_str(&format!(
-            " | capacity {}{} {}{}",
+            " | capacity {}{} {}",
             if c.lower_bound { ">= " } else { "" },
             super::logging::offer(knob, c.offer),
-            s.capacity.state().unwrap_or(""),
-            if c.lower_bound { ", a lower bound" } else { "" }
+            if c.lower_bound {
+                "steady, a lower bound"
+            } else {
+                s.capacity.state().unwrap_or("")
+            }
         ));
     }
     if let Some(e) = &s.last_error {

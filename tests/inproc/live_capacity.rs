@@ -195,6 +195,7 @@ async fn a_figure_held_at_the_ceiling_is_a_lower_bound() {
             None
         }
     };
+    let metrics = get_text(&format!("http://{ctl}/metrics")).await;
     let report = running.report(&SteadyRule::default());
     running.shutdown(Duration::from_secs(5)).await;
     let t = &report.targets[0];
@@ -211,6 +212,12 @@ async fn a_figure_held_at_the_ceiling_is_a_lower_bound() {
     );
     assert_eq!(live["offer"], 8.0, "{live}");
     assert_eq!(live["lower_bound"], true, "{live}");
+    assert_eq!(
+        capacity_series(&metrics),
+        [("lower-bound".to_string(), 8.0)],
+        "{metrics}"
+    );
+    support::promtool_check_metrics(&metrics);
     assert_eq!(t.capacity, Some(8.0), "{}", t.verdict);
     assert_eq!(t.binding, Some("neither"), "{}", t.verdict);
     assert!(

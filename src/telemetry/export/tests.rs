@@ -179,6 +179,20 @@ fn the_capacity_metric_keeps_one_series_in_the_current_state() {
     let st = serde_json::to_value(tel.status("t1").unwrap()).unwrap();
     assert_eq!(st["capacity"]["steady"], true);
     assert_eq!(st["capacity"]["windows"], 5);
+    // The same figure, no longer bracketed: one series, in its own state.
+    e.emit(Event::Capacity(CapacityEstimate::Steady(CapacityFigure {
+        lower_bound: true,
+        ..f(10.0, 6)
+    })));
+    assert_eq!(
+        series(&tel.metrics.encode()),
+        ["throttle_capacity{target=\"t1\",state=\"lower-bound\"} 10.0"]
+    );
+    let st = serde_json::to_value(tel.status("t1").unwrap()).unwrap();
+    assert_eq!(
+        (&st["capacity"]["steady"], &st["capacity"]["lower_bound"]),
+        (&serde_json::json!(true), &serde_json::json!(true))
+    );
     e.emit(Event::Capacity(CapacityEstimate::None));
     assert!(series(&tel.metrics.encode()).is_empty());
     e.emit(Event::Capacity(CapacityEstimate::Steady(f(11.0, 5))));

@@ -123,12 +123,12 @@ impl Exporter {
                     (Some(state), Some(f)) => {
                         m.capacity.get_or_create(&series(state)).set(f.offer);
                         info!(target = %name, capacity = f.offer, state,
-                            "{name}: capacity {} {knob} ({state}{}, failure ratio {} [{}–{}] over {} window{})",
+                            "{name}: capacity {} {knob} ({}, failure ratio {} [{}–{}] over {} window{})",
                             offer(knob, f.offer),
                             if f.lower_bound {
-                                ", a lower bound: no higher offer was shown over the bound"
+                                "steady, a lower bound: no higher offer was shown over the bound"
                             } else {
-                                ""
+                                state
                             },
                             crate::governor::pct(f.failure_ratio),
                             crate::governor::pct(f.interval[0]),

@@ -197,7 +197,7 @@ impl Metrics {
     fn register_capacity_and_latency(&self, registry: &mut Registry) {
         registry.register(
         "throttle_capacity",
-        "The live capacity estimate, in the knob's unit: one series, labelled with its state (provisional, then steady); absent until a level within the bound is bracketed by a breach",
+        "The live capacity estimate, in the knob's unit: one series, labelled with its state (provisional, then steady, or lower-bound for a steady figure that nothing just above was shown to exceed the bound); absent until a level within the bound is bracketed by a breach",
         self.capacity.clone(),
     );
         registry.register(

@@ -139,17 +139,18 @@ pub struct QuantileLabels {
     pub slo_quantile: String,
 }
 
-/// `{target, state}` of `throttle_capacity`: `provisional` or `steady`.
+/// `{target, state}` of `throttle_capacity`: `provisional`, `steady` or
+/// `lower-bound`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CapacityLabels {
     /// The target's name.
     pub target: Name,
-    /// `provisional` or `steady`.
+    /// `provisional`, `steady` or `lower-bound`.
     pub state: &'static str,
 }
 
 /// The states of `throttle_capacity`.
-pub const CAPACITY_STATES: [&str; 2] = ["provisional", "steady"];
+pub const CAPACITY_STATES: [&str; 3] = ["provisional", "steady", "lower-bound"];
 
 /// `target` and a bounded `reason`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
