@@ -88,9 +88,11 @@ pub fn background_sentence(b: Option<&BackgroundEstimate>) -> String {
             count(b.failures),
             count(b.attempts)
         ),
+        // None failed is not a rate of 0: 0 of 44 allows up to 8 %.
         Some(b) => format!(
-            "no attempt failed at the low offers (0 of {} attempts): the background failure rate is 0, and verdicts count every failure as the load's",
-            count(b.attempts)
+            "no attempt failed at the low offers (0 of {} attempts, so the background failure rate is at most {} at 95%): verdicts count every failure as the load's",
+            count(b.attempts),
+            pct(crate::governor::wilson_interval(0.0, b.attempts).1)
         ),
         None => "no background failure rate was estimated (the low offers held too few attempts): verdicts count every failure as the load's".to_string(),
     }

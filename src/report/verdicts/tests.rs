@@ -54,10 +54,20 @@ fn the_background_sentence_says_what_the_verdicts_count() {
     };
     assert!(
         background_sentence(Some(&zero)).starts_with(
-            "no attempt failed at the low offers (0 of 2000 attempts): the background failure rate is 0"
+            "no attempt failed at the low offers (0 of 2000 attempts, so the background failure rate is at most 0.19% at 95%)"
         ),
         "{}",
         background_sentence(Some(&zero))
+    );
+    // The real background stall's witness: 44 attempts, none failed, at a
+    // true background of 3 %. The sentence must not call that a rate of 0.
+    let thin = background_sentence(Some(&BackgroundEstimate {
+        attempts: 44.0,
+        ..zero
+    }));
+    assert!(
+        thin.contains("(0 of 44 attempts, so the background failure rate is at most 8.03% at 95%)"),
+        "{thin}"
     );
     assert!(background_sentence(None).starts_with("no background failure rate was estimated"));
 }
