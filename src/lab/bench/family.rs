@@ -21,6 +21,7 @@ use clap::ValueEnum;
 use serde::{Serialize, Serializer};
 
 use super::goals::{fewest_failed, goals_of, GOAL_GOODPUT};
+use super::metrics::TAIL;
 use super::render::{markdown, render_goals};
 use super::{ControllerKind, Report, Summary};
 use crate::governor::Profile;
@@ -38,6 +39,8 @@ pub struct BenchModel {
     /// Load-independent background failure probability per attempt,
     /// folded into the model's own (`ModelConfig::noise`).
     pub background: f64,
+    /// The capacity in workers; `None`: drawn per seed, 50 to 200.
+    pub capacity: Option<f64>,
 }
 
 impl BenchModel {
@@ -48,6 +51,15 @@ impl BenchModel {
             kind,
             attempts: Some(attempts),
             background,
+            capacity: None,
+        }
+    }
+
+    /// [`BenchModel::with`] at a fixed `capacity` (workers) on every seed.
+    pub fn at_capacity(self, capacity: f64) -> Self {
+        BenchModel {
+            capacity: Some(capacity),
+            ..self
         }
     }
 
@@ -64,6 +76,7 @@ impl From<ModelKind> for BenchModel {
             kind,
             attempts: None,
             background: 0.0,
+            capacity: None,
         }
     }
 }
@@ -77,9 +90,13 @@ impl PartialEq<ModelKind> for BenchModel {
 impl fmt::Display for BenchModel {
     /// The kind's name for the default parameters (so the default tables
     /// keep their names); else `rejector n=40 bg=2%`: `n` attempts per
-    /// window at capacity, `bg` the background failures.
+    /// window at capacity, `bg` the background failures; `C=10` when the
+    /// capacity is fixed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.kind.name())?;
+        if let Some(c) = self.capacity {
+            write!(f, " C={c}")?;
+        }
         if let Some(n) = self.attempts {
             write!(f, " n={n}")?;
         }
@@ -99,10 +116,12 @@ impl Serialize for BenchModel {
 /// A grid of models that `--family` selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Family {
-    /// Issue 30's noise family (24 models): `rejector` with 10, 40, 200,
+    /// Issue 30's noise family (26 models): `rejector` with 10, 40, 200,
     /// 1,000 or 10,000 attempts per window at capacity, times 0, 1, 2 or
     /// 3 % background failures; then `bursts` and `lagged` at 40 and 1,000
-    /// attempts.
+    /// attempts; then a small wall, `rejector` at a capacity of 10 workers
+    /// with 150 attempts per window at capacity, with no background and
+    /// with 3 %.
     // The lists are NOISE_ATTEMPTS and NOISE_BACKGROUNDS below; the doc
     // comment says them in words, as clap prints it in `bench --help`.
     Noise,
@@ -115,6 +134,12 @@ pub const NOISE_BACKGROUNDS: [f64; 4] = [0.0, 0.01, 0.02, 0.03];
 /// The attempts per window at capacity of the `noise` family's `bursts`
 /// and `lagged` rows: a small sample and a large one.
 pub const NOISE_EVENT_ATTEMPTS: [f64; 2] = [40.0, 1_000.0];
+/// The `noise` family's small wall: a capacity of 10 workers (a real
+/// tool's VUs against a small service), 15 attempts per worker per window
+/// (real k6 at a 1 ms wall and 3 s windows), with no background and with
+/// 3 %: the real run that stalls (docs/BENCHMARKS.md, "The opening's one
+/// witness").
+pub const NOISE_SMALL_WALL: (f64, f64, [f64; 2]) = (10.0, 150.0, [0.0, 0.03]);
 
 impl Family {
     /// The family's models, in table order.
@@ -133,7 +158,11 @@ impl Family {
                             .iter()
                             .map(move |&n| BenchModel::with(k, n, 0.0))
                     });
-                grid.chain(events).collect()
+                let (capacity, attempts, backgrounds) = NOISE_SMALL_WALL;
+                let small = backgrounds.into_iter().map(move |bg| {
+                    BenchModel::with(ModelKind::Rejector, attempts, bg).at_capacity(capacity)
+                });
+                grid.chain(events).chain(small).collect()
             }
         }
     }
@@ -235,10 +264,46 @@ pub fn render_family(report: &Report, family: Family) -> String {
         wins.len(),
         counts.join(", ")
     );
+    let _ = writeln!(out, "\n{}", stalls_line(report, &controllers));
     for profile in [Profile::Robust, Profile::Gentle] {
         render_goals(&mut out, &goals_of(report, profile), profile);
     }
     out
+}
+
+/// The seeds on which a controller stalled (its steady offer at most
+/// half the capacity), per model, where any did: a stall on a few seeds
+/// moves no median.
+pub fn stalls_line(report: &Report, controllers: &[ControllerKind]) -> String {
+    let stalls: Vec<String> = report
+        .plan
+        .models
+        .iter()
+        .filter_map(|&m| {
+            let hit: Vec<String> = controllers
+                .iter()
+                .filter(|&&c| c != ControllerKind::Oracle)
+                .filter_map(|&c| {
+                    let r = report
+                        .rows
+                        .iter()
+                        .find(|r| r.model == m && r.controller == c)?;
+                    let n = r.stalled_seeds();
+                    (n > 0).then(|| format!("{c} {n}"))
+                })
+                .collect();
+            (!hit.is_empty()).then(|| format!("{m}: {}", hit.join(", ")))
+        })
+        .collect();
+    let head = format!(
+        "Stalled seeds (the median offer of the last {TAIL} windows at most half the capacity), of {}",
+        report.plan.seeds
+    );
+    if stalls.is_empty() {
+        format!("{head}: none.")
+    } else {
+        format!("{head}: {}.", stalls.join("; "))
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! | `to_figure` | governors only: windows until the live capacity estimate (the engine's [`crate::report::live::LiveCapacity`], fed each window's outcome) has a figure within ±[`FIGURE_BAND`] (10 %) of the true capacity and keeps one in every later window: the first window `t` from which every figure is in band, counted as `t + 1`; *never* when the last window's is not. The true capacity is `C_t`, or the latency capacity for a governor with the latency bound |
 //! | `touches` | wall touches: maximal runs of consecutive windows whose failure fraction is above `high` (a window without attempts ends a run) |
 //! | `failed_per_touch` | the failed attempts in those windows over the number of touches (0 for a run that never touches the wall) |
+//! | `stalled` | 1 when the steady offer (the median offer of the last [`TAIL`] windows) is at most [`STALL_SHARE`] (half) of the median true capacity over those windows, else 0: a run held far below the wall, which the medians over seeds cannot show when only some seeds do it |
 //!
 //! Over seeds: the median (the mean of the middle two for an even count)
 //! and the p90 (nearest rank: the `ceil(0.9 n)`-th smallest). A `converge`
@@ -40,6 +41,8 @@ pub const CONVERGE_HOLD: usize = 5;
 pub const CAPACITY_CHANGE: f64 = 0.10;
 /// Windows at the end of the run that `cv` and `reversals` look at.
 pub const TAIL: usize = 40;
+/// A run whose steady offer is at most this share of the capacity stalled.
+pub const STALL_SHARE: f64 = 0.5;
 /// Half-width of the band around the true capacity that a capacity figure
 /// must stay within for `to_figure`.
 pub const FIGURE_BAND: f64 = 0.10;
@@ -114,6 +117,8 @@ pub struct RunMetrics {
     pub touches: f64,
     /// Failed attempts per wall touch (0 without a touch).
     pub failed_per_touch: f64,
+    /// 1 when the run stalled far below the wall ([`STALL_SHARE`]), else 0.
+    pub stalled: f64,
 }
 
 /// Scores `run` against the oracle's run on the same model and seed.
@@ -153,6 +158,10 @@ pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
             touch_failures as f64 / touches as f64
         } else {
             0.0
+        },
+        stalled: match (steady_offer(&run.offers), steady_offer(&run.capacity)) {
+            (Some(o), Some(c)) if o <= STALL_SHARE * c => 1.0,
+            _ => 0.0,
         },
     }
 }

@@ -258,7 +258,7 @@ pub(crate) fn capacity_of(seed: u64) -> f64 {
 pub(crate) fn model_config(model: impl Into<BenchModel>, seed: u64, windows: usize) -> ModelConfig {
     let model = model.into();
     let kind = model.kind;
-    let capacity = capacity_of(seed);
+    let capacity = model.capacity.unwrap_or_else(|| capacity_of(seed));
     let mut cfg = ModelConfig::new(kind, capacity);
     match model.attempts {
         Some(n) => cfg.attempts_per_worker = n / capacity,
@@ -427,6 +427,11 @@ impl Row {
     pub fn touches(&self) -> Summary {
         self.summary(|m| Some(m.touches))
     }
+    /// How many seeds `stalled`.
+    pub fn stalled_seeds(&self) -> usize {
+        self.runs.iter().filter(|m| m.stalled > 0.0).count()
+    }
+
     /// `failed_per_touch` over seeds.
     pub fn failed_per_touch(&self) -> Summary {
         self.summary(|m| Some(m.failed_per_touch))

@@ -287,6 +287,7 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
         to_figure: None,
         touches: 0.0,
         failed_per_touch: 0.0,
+        stalled: 0.0,
     };
     let row = |controller, goodput, failed| Row {
         model: ModelKind::Cliff.into(),

@@ -38,10 +38,18 @@ fn names_keep_the_defaults_and_say_the_parameters() {
         BenchModel::with(ModelKind::Bursts, 10_000.0, 0.0).to_string(),
         "bursts n=10000"
     );
+    assert_eq!(
+        BenchModel::with(ModelKind::Rejector, 150.0, 0.03)
+            .at_capacity(10.0)
+            .to_string(),
+        "rejector C=10 n=150 bg=3%"
+    );
     let models = Family::Noise.models();
     assert_eq!(
         models.len(),
-        NOISE_ATTEMPTS.len() * NOISE_BACKGROUNDS.len() + 2 * NOISE_EVENT_ATTEMPTS.len()
+        NOISE_ATTEMPTS.len() * NOISE_BACKGROUNDS.len()
+            + 2 * NOISE_EVENT_ATTEMPTS.len()
+            + NOISE_SMALL_WALL.2.len()
     );
     let mut names: Vec<String> = models.iter().map(|m| m.to_string()).collect();
     names.sort();
@@ -158,7 +166,7 @@ fn the_noise_family_runs_every_controller_on_every_model() {
         assert!(text.contains(&cell), "{m} missing:\n{text}");
     }
     assert!(
-        text.contains("Wins (ties count for each) over 24 models"),
+        text.contains("Wins (ties count for each) over 26 models"),
         "{text}"
     );
     assert!(text.contains("The gentle profile's goals"), "{text}");
@@ -229,4 +237,32 @@ fn the_default_profile_does_not_stall_on_a_background_above_low() {
         "the seed rules stall on most of these models ({seed_below} of {})",
         models.len()
     );
+}
+
+/// The small wall runs at its fixed capacity on every seed, and a run held
+/// at a third of it counts as stalled in the family's stall line.
+#[test]
+fn the_small_wall_is_fixed_and_a_stall_is_listed() {
+    use crate::lab::bench::metrics::measure;
+    use crate::lab::bench::metrics::Trace;
+    let (capacity, attempts, _) = NOISE_SMALL_WALL;
+    let m = BenchModel::with(ModelKind::Rejector, attempts, 0.03).at_capacity(capacity);
+    assert!(Family::Noise.models().contains(&m));
+    for seed in 1..=5 {
+        let cfg = model_config(m, seed, 60);
+        assert_eq!(cfg.capacity, capacity);
+        assert!((cfg.attempts_per_worker - attempts / capacity).abs() < 1e-12);
+    }
+    let trace = |offer: f64| Trace {
+        offers: vec![offer; 60],
+        capacity: vec![capacity; 60],
+        attempts: vec![100; 60],
+        failures: vec![3; 60],
+        memory_clears: None,
+        ..Trace::default()
+    };
+    let oracle = trace(capacity);
+    assert_eq!(measure(&trace(3.0), &oracle).stalled, 1.0);
+    assert_eq!(measure(&trace(5.0), &oracle).stalled, 1.0);
+    assert_eq!(measure(&trace(6.0), &oracle).stalled, 0.0);
 }
