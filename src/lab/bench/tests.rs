@@ -270,9 +270,9 @@ fn table_names_every_row_and_the_goals() {
     }
 }
 
-#[test]
-fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
-    let m = |goodput: f64, failed: f64| RunMetrics {
+/// A run's metrics with only these set.
+fn metrics(goodput: f64, failed: f64, stalled: f64) -> RunMetrics {
+    RunMetrics {
         converge: Some(1.0),
         failed,
         excess: 0.0,
@@ -287,8 +287,13 @@ fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
         to_figure: None,
         touches: 0.0,
         failed_per_touch: 0.0,
-        stalled: 0.0,
-    };
+        stalled,
+    }
+}
+
+#[test]
+fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
+    let m = |goodput: f64, failed: f64| metrics(goodput, failed, 0.0);
     let row = |controller, goodput, failed| Row {
         model: ModelKind::Cliff.into(),
         controller,
@@ -706,4 +711,38 @@ fn gentle_reaches_a_small_wall_through_a_3_percent_background_known_miss() {
         "gentle stalled below half the capacity on {} of 30 seeds (seed, lowest offer of the last 30 windows): {stalled:?}",
         stalled.len()
     );
+}
+
+/// The family's stall line names each controller that stalled on some
+/// seeds, with how many; no stall says "none".
+#[test]
+fn the_stall_line_counts_stalled_seeds_per_controller() {
+    let run = |stalled: f64| metrics(1.0, 0.0, stalled);
+    let row = |controller, stalls: &[f64]| Row {
+        model: ModelKind::Rejector.into(),
+        controller,
+        seeds: stalls.len() as u64,
+        runs: stalls.iter().map(|&s| run(s)).collect(),
+    };
+    let mut report = Report {
+        plan: BenchPlan {
+            models: vec![ModelKind::Rejector.into()],
+            family: None,
+            controllers: vec![],
+            seeds: 3,
+            windows: 100,
+            figures: false,
+        },
+        rows: vec![
+            row(ControllerKind::GovernorGentle, &[1.0, 0.0, 1.0]),
+            row(ControllerKind::Aimd, &[0.0, 0.0, 0.0]),
+        ],
+    };
+    let all = [ControllerKind::GovernorGentle, ControllerKind::Aimd];
+    assert_eq!(
+        crate::lab::bench::family::stalls_line(&report, &all),
+        "Stalled seeds (the median offer of the last 40 windows at most half the capacity), of 3: rejector: governor-gentle 2."
+    );
+    report.rows[0] = row(ControllerKind::GovernorGentle, &[0.0, 0.0, 0.0]);
+    assert!(crate::lab::bench::family::stalls_line(&report, &all).ends_with("of 3: none."));
 }

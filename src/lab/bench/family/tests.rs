@@ -170,6 +170,12 @@ fn the_noise_family_runs_every_controller_on_every_model() {
         "{text}"
     );
     assert!(text.contains("The gentle profile's goals"), "{text}");
+    assert!(
+        text.contains(
+            "Stalled seeds (the median offer of the last 40 windows at most half the capacity), of 1: "
+        ),
+        "{text}"
+    );
     // One winner set per model; a winner reaches the goodput goal.
     let wins = winners(&report);
     assert_eq!(wins.len(), plan.models.len());
