@@ -195,30 +195,27 @@ impl LiveCapacity {
     /// Pools a window that left the ring into [`Self::older`], when it was
     /// evidence.
     fn remember(&mut self, w: LiveWindow) {
-        let evidence = w.flags == 0 && w.attempts > 0.0 && w.failures >= 0.0;
-        if evidence {
-            match self.older.iter_mut().find(|o| o.offer == w.offer) {
-                Some(o) => {
-                    o.attempts += w.attempts;
-                    o.failures += w.failures;
-                    o.last = self.pushed;
-                }
-                None => self.older.push(Older {
+        // Kept oldest first: an offer added to moves to the end.
+        if w.flags == 0 && w.attempts > 0.0 && w.failures >= 0.0 {
+            let mut o = match self.older.iter().position(|o| o.offer == w.offer) {
+                Some(i) => self.older.remove(i),
+                None => Older {
                     offer: w.offer,
-                    attempts: w.attempts,
-                    failures: w.failures,
-                    last: self.pushed,
-                }),
-            }
+                    attempts: 0.0,
+                    failures: 0.0,
+                    last: 0,
+                },
+            };
+            o.attempts += w.attempts;
+            o.failures += w.failures;
+            o.last = self.pushed;
+            self.older.push(o);
         }
         let now = self.pushed;
         self.older.retain(|o| now - o.last <= MAX_PERIOD as u64);
         if self.older.len() > OLDER_OFFERS {
-            if let Some(i) = (0..self.older.len()).min_by_key(|&i| self.older[i].last) {
-                self.older.swap_remove(i);
-            }
+            self.older.remove(0);
         }
-        self.older.sort_by_key(|o| o.last);
     }
 }
 
