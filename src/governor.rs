@@ -193,8 +193,9 @@ impl ThrottleGovernor {
     }
 
     /// Says that the next window's counts span `windows` nominal windows
-    /// (a read that failed in between leaves its interval to the next valid
-    /// one, which then spans two; an early verdict spans less than one).
+    /// (a window that ran long, or over a read that failed in between, spans
+    /// its time in windows: 6 s of a 3 s cadence spans two; an early
+    /// verdict spans less than one).
     /// The verdict rules read ratios and do not care; `robust`'s plateau
     /// test measures successes per unit of offer per window, and a window
     /// twice as long looks like a yield twice as high: after it, no offer

@@ -53,6 +53,11 @@ pub struct PromqlSignalConfig {
     pub basic_auth_password_file: Option<PathBuf>,
     /// An environment variable holding the basic auth password.
     pub basic_auth_password_env: Option<String>,
+    /// The target's window, what `{{window}}` stands for (set by
+    /// `resolve`, never read from the file): `increase`
+    /// answers cover that range, whenever they are asked.
+    #[serde(skip)]
+    pub range: Option<Duration>,
 }
 
 fn default_query_timeout() -> Duration {
@@ -76,6 +81,7 @@ impl PromqlSignalConfig {
     /// duration (`2s`, `500ms`).
     pub(crate) fn resolve(&mut self, window: Duration) {
         self.max_age.get_or_insert(window);
+        self.range = Some(window);
         let w = promql_duration(window);
         for expr in [
             self.attempts.as_mut(),

@@ -27,6 +27,14 @@
 //! decided on and never used for `last_bad`. While a write is unconfirmed
 //! the offer in effect is what the tool reports, and the governor steps
 //! from that.
+//!
+//! Once the writes settle (`finished_at + lag`), the task reads a new
+//! baseline at once and restarts the window's clock, so that a whole window
+//! follows; unless every member's baseline is already that recent
+//! (`Core::based_since`): a read then would close the open window after
+//! milliseconds, and a window of 10 attempts would be decided as a whole
+//! one (seen: a real Goose run climbed 2 -> 4 on one second's 10 attempts).
+//! A window is weighed by the time it covers (`fold::window_span`).
 
 use crate::engine::members::Members;
 
@@ -417,6 +425,16 @@ impl Core {
             }
         }
         Some(at)
+    }
+
+    /// Whether every member that is up has a window base read at or after
+    /// `at` (then a rebase for writes that settled at `at` has nothing to
+    /// do: the window open now is already theirs).
+    pub(crate) fn based_since(&self, at: f64) -> bool {
+        self.members
+            .values()
+            .filter(|m| m.up)
+            .all(|m| m.window.baseline().is_some_and(|b| b.at_secs >= at - 1e-9))
     }
 
     /// Folds one round of reads taken at `at` (seconds on the task's clock).

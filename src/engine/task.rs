@@ -412,7 +412,16 @@ impl TargetTask {
             tokio::select! {
                 _ = cancel.cancelled() => break,
                 _ = ticker.tick() => {}
-                _ = settled(&core, &ios, clock), if rebase_pending => rebase = true,
+                from = settled(&core, &ios, clock), if rebase_pending => {
+                    // A window that already starts after the writes settled
+                    // needs no new base: a read now would close it at once,
+                    // a window of milliseconds decided as a whole one.
+                    if core.based_since(from) {
+                        rebase_pending = false;
+                        continue;
+                    }
+                    rebase = true;
+                }
                 _ = tokio::time::sleep_until(next_peek.unwrap_or_else(Instant::now)), if next_peek.is_some() => peek = true,
             }
             if !peek {

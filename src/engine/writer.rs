@@ -215,7 +215,7 @@ pub(crate) fn send(exporter: &Exporter, ios: &Ios, writes: Vec<(String, f64)>) {
 
 /// Resolves once every writer is idle and the signal's lag has passed since
 /// the last write finished: the moment for a new baseline.
-pub(crate) async fn settled(core: &Core, ios: &Ios, clock: Instant) {
+pub(crate) async fn settled(core: &Core, ios: &Ios, clock: Instant) -> f64 {
     loop {
         let views: Members<WriterView> = ios
             .iter()
@@ -226,7 +226,7 @@ pub(crate) async fn settled(core: &Core, ios: &Ios, clock: Instant) {
             if at > now {
                 tokio::time::sleep(Duration::from_secs_f64(at - now)).await;
             }
-            return;
+            return at;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -143,7 +143,8 @@
 //! again as soon as the successes follow the offer. Only the window's
 //! attempts, failures, the governor's own offer and the time the window
 //! covers (in windows; [`ThrottleGovernor::set_window_span`]: a window
-//! over a failed read covers two) are used.
+//! that ran twice the cadence, or over a failed read, covers two) are
+//! used.
 //!
 //! **After a memory clear**, an Up adds [`REPROBE_START`] (10 %) of the
 //! offer at which the memory cleared, and the increment doubles with every

@@ -206,6 +206,30 @@ json_pointer = "/workers"
         seen.iter().all(|w| (20.0..=42.0).contains(w)),
         "did not settle near 30: {seen:?}"
     );
+    // Each window's counts are its own time's: below the capacity the sim
+    // answers each worker at one rate, so the attempts per worker-second
+    // of the clean windows agree. (Before: every early-verdict look added
+    // a whole window's increase, and the window after an Up counted 48
+    // windows' worth; then, with each answer added for its own time, a
+    // rebase read just after the tick that had already based the window
+    // decided a window of milliseconds: 0.15 a worker-second against 200.)
+    let rates: Vec<f64> = running
+        .telemetry
+        .history("inc")
+        .iter()
+        .filter(|w| w.failures == Some(0.0) && w.offer <= 28.0)
+        .filter_map(|w| Some(w.attempts? / (w.offer * w.window_secs?)))
+        .collect();
+    let mut sorted = rates.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert!(sorted.len() >= 4, "too few clean windows: {rates:?}");
+    let median = sorted[sorted.len() / 2];
+    assert!(
+        sorted
+            .iter()
+            .all(|r| *r <= 1.5 * median && *r >= median / 1.5),
+        "attempts per worker-second disagree across windows: {rates:?}"
+    );
     running.shutdown(Duration::from_secs(10)).await;
 }
 

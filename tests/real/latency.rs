@@ -90,6 +90,30 @@ fn trajectory(points: &[(f64, f64)]) -> Vec<f64> {
     out
 }
 
+/// The run's windows, one compact entry each (time, offer, attempts,
+/// failures, p-quantile, decision and why), for a failure's diagnosis.
+fn windows(history: &[throttle_governor::telemetry::WindowRecord]) -> String {
+    let ms = |s: Option<f64>| s.map_or("-".to_string(), |s| format!("{:.0}ms", s * 1e3));
+    history
+        .iter()
+        .map(|w| {
+            format!(
+                "{:.1}s({:.1}s)@{} {}/{} {} {}->{} {}",
+                w.time_secs,
+                w.window_secs.unwrap_or(f64::NAN),
+                w.offer,
+                w.attempts.unwrap_or(f64::NAN),
+                w.failures.unwrap_or(f64::NAN),
+                ms(w.latency_secs),
+                w.decision,
+                w.to,
+                w.label
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// What one governed SLO run showed.
 struct SloRun {
     line: String,
@@ -182,6 +206,7 @@ async fn govern_slo(label: &str, config: &str, want: f64, bound: Duration, t0: I
         t0.elapsed().as_secs_f64()
     );
     record_run(&line);
+    record_run(&format!("{label} windows: {}", windows(&target.history)));
     SloRun {
         line,
         tail,

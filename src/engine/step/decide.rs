@@ -108,7 +108,7 @@ impl Core {
             // `ThrottleGovernor::set_window_span`).
             let span = match early {
                 Some(b) if self.policy.window_secs > 0.0 => b.secs / self.policy.window_secs,
-                _ => f64::from(round.span_rounds.max(1)),
+                _ => round.span.max(1.0),
             };
             self.gov.set_window_span(span);
             self.gov.step_with_latency(sum.0, sum.1, lat_window)

@@ -54,10 +54,9 @@ pub(super) struct Round {
     pub(super) idle: bool,
     /// How the (last) counter reading was folded.
     pub(super) folded: Option<Folded>,
-    /// The most rounds a window that went into `sum` covers: 1, plus the
-    /// reads that failed since its baseline (a failed read leaves its
-    /// interval to the next valid one's window).
-    pub(super) span_rounds: u32,
+    /// How many windows' time the longest window that went into `sum`
+    /// covers (see [`window_span`]).
+    pub(super) span: f64,
 }
 
 impl Round {
@@ -72,7 +71,7 @@ impl Round {
             discarded: 0,
             resets: 0,
             errors: Vec::new(),
-            span_rounds: 0,
+            span: 0.0,
             restart: false,
             idle: true,
             folded: None,
@@ -219,7 +218,10 @@ impl Core {
                     round.sum.0 += w.attempts;
                     round.sum.1 += w.failures;
                     round.contributors += 1;
-                    round.span_rounds = round.span_rounds.max(1 + missed);
+                    round.span =
+                        round
+                            .span
+                            .max(window_span(w.secs, self.policy.window_secs, missed));
                 } else {
                     round.discarded += 1;
                     round.ev.push(Event::Discarded {
@@ -266,6 +268,30 @@ impl Core {
                 }
             }
         }
+    }
+}
+
+/// How many windows' time a window of `secs` covers, at least one, and
+/// at least one more per read that failed since its baseline (a failed
+/// read leaves its interval to the next valid one's window).
+///
+/// The plateau test divides a window's successes by it
+/// (`ThrottleGovernor::set_window_span`), and the report's throughput by
+/// the time it gives, so a window that ran long must not count as one: a
+/// real Goose run's window after an Up covered 6 s of a 3 s cadence (the
+/// looks for an early verdict and the rebase after the write delay the
+/// next tick), counted as one window it set a best yield nothing could
+/// match, and the offer held at 8 (`dwelling`) for 170 s below a bound at
+/// 15.5. Never less than one: a short window of counters that move in
+/// batches may hold a whole batch, and a yield over-stated that way would
+/// block climbing in the same way (an under-stated one holds a window at
+/// most, as the next window measures again).
+pub(super) fn window_span(secs: f64, window_secs: f64, missed: u32) -> f64 {
+    let rounds = f64::from(missed.saturating_add(1));
+    if window_secs > 0.0 && secs.is_finite() {
+        rounds.max(secs / window_secs)
+    } else {
+        rounds
     }
 }
 

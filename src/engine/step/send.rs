@@ -26,7 +26,7 @@ impl Core {
             mut writes,
             changed,
             idle,
-            span_rounds,
+            span,
             ..
         } = round;
         let Decided {
@@ -49,13 +49,10 @@ impl Core {
         ev.push(Event::Window {
             outcome: Box::new(outcome),
             at,
-            // The window's own length: one round per read it covers (a
-            // read that failed in between adds its round; the report's
-            // throughput divides by it), shorter for an early verdict.
-            window_secs: early.map_or(
-                self.policy.window_secs * f64::from(span_rounds.max(1)),
-                |b| b.secs,
-            ),
+            // The window's own length (see `fold::window_span`; the
+            // report's throughput divides by it), shorter for an early
+            // verdict.
+            window_secs: early.map_or(self.policy.window_secs * span.max(1.0), |b| b.secs),
             unconfirmed,
             in_effect,
             not_written,

@@ -833,15 +833,50 @@ fn a_window_over_a_failed_read_counts_the_time_it_covers() {
     // 2,400 attempts over 4 s: two windows' worth at 4.
     let out = c.step(5.0, one("t", read(2400.0, 0.0, 4.0, w)));
     assert_eq!(out.outcome.decision, Decision::Up(8.0), "{:?}", out.events);
+    climbs_on_as_long_as_the_yield_holds(&mut c, &out);
+}
+
+/// A window that ran long with every read valid is weighed by the time it
+/// covers, as one over a failed read is: a real Goose run's window after
+/// an Up covered 6 s of a 3 s cadence, and counted as one window its
+/// doubled count set a best yield the next offer could not match (held at
+/// 8, `dwelling`, for 170 s, far below its latency bound). A short window
+/// still counts as one (`fold::window_span`).
+#[test]
+fn a_window_that_ran_long_counts_the_time_it_covers() {
+    let mut c = core(&["t"], 0.0);
+    c.gov = ThrottleGovernor::with_profile(params(100.0), Profile::Gentle);
+    let w = wrote(1, 4.0, 0.5, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 4.0, w)));
+    // 2,400 attempts over 4 s (the cadence is 2 s): two windows' worth.
+    let out = c.step(5.0, one("t", read(2400.0, 0.0, 4.0, w)));
+    assert_eq!(out.outcome.decision, Decision::Up(8.0), "{:?}", out.events);
+    climbs_on_as_long_as_the_yield_holds(&mut c, &out);
+}
+
+#[test]
+fn a_window_span_is_its_time_at_least_one_and_the_rounds_it_missed() {
+    assert_eq!(fold::window_span(6.0, 3.0, 0), 2.0);
+    assert_eq!(fold::window_span(4.5, 3.0, 0), 1.5);
+    // Short, or over a failed read: the rounds.
+    assert_eq!(fold::window_span(1.0, 3.0, 0), 1.0);
+    assert_eq!(fold::window_span(3.0, 3.0, 1), 2.0);
+    assert_eq!(fold::window_span(f64::NAN, 3.0, 0), 1.0);
+    assert_eq!(fold::window_span(6.0, 0.0, 0), 1.0);
+}
+
+/// The second half of the two tests above: `out` (the window over 4 s at
+/// 4, 2,400 attempts) was weighed as 4 s, and at 8, 2,400 attempts a 2 s
+/// window (the same yield per unit of offer and time) climbs on.
+fn climbs_on_as_long_as_the_yield_holds(c: &mut Core, out: &StepOut) {
     assert!(
         has(
-            &out,
+            out,
             |e| matches!(e, Event::Window { window_secs, .. } if (*window_secs - 4.0).abs() < 1e-9)
         ),
         "{:?}",
         out.events
     );
-    // At 8, 2,400 a 2 s window: the same yield per unit of offer and time.
     let w = wrote(2, 8.0, 5.1, true);
     let mut total = 2400.0;
     let mut last = None;
@@ -855,4 +890,23 @@ fn a_window_over_a_failed_read_counts_the_time_it_covers() {
     }
     let o = last.expect("a window at 8 was decided");
     assert_eq!(o.decision, Decision::Up(16.0), "{o:?}");
+}
+
+/// A rebase after writes that settled at `at` has nothing to do once every
+/// member's window is based at or after `at` (the task then skips it: a
+/// read would close a window of milliseconds).
+#[test]
+fn a_window_based_after_the_writes_settled_needs_no_rebase() {
+    let mut c = core(&["a", "b"], 0.0);
+    assert!(!c.based_since(0.0), "no base yet");
+    let w = wrote(1, 2.0, 0.5, true);
+    let mut reads = one("a", read(0.0, 0.0, 2.0, w));
+    reads.insert("b".to_string(), read(0.0, 0.0, 2.0, w));
+    c.step(3.0, reads);
+    assert!(c.based_since(3.0));
+    assert!(c.based_since(2.5));
+    assert!(!c.based_since(3.5), "a write settled after the base");
+    // Only one member read: the other's base is older.
+    c.step(6.0, one("a", read(100.0, 0.0, 2.0, w)));
+    assert!(!c.based_since(5.0));
 }

@@ -13,7 +13,15 @@
 //! - `increase`: they return the window's increase directly
 //!   (`sum(increase(k6_http_reqs_total[{{window}}]))`). The source adds each
 //!   answer to running totals, so the window stage sees cumulative readings
-//!   whose deltas are exactly those increases (and never a counter reset).
+//!   (and never a counter reset). An answer covers its range (the window)
+//!   however soon after the last one it is asked, so it is added in
+//!   proportion to the time since the last answer ([`increase_share`]):
+//!   the looks for an early verdict read every `window / 48`, and added
+//!   whole, 48 looks made one window's counts 48 windows' (a run then held
+//!   its first offer after the back-off for good, `dwelling`: no window
+//!   ever matched the yield of the inflated one). At the window's cadence
+//!   the share is 1 and the deltas are exactly the increases. A range
+//!   written in place of `{{window}}` scales attempts and failures alike.
 //!   The first answer only sets the baseline, as in the cumulative mode.
 //!
 //! Staleness: an instant query answers with the *evaluation* time, and
@@ -81,10 +89,32 @@ pub struct PromqlSource {
     mode: PromqlMode,
     max_age: Option<Duration>,
     freshness: Option<String>,
-    /// Running totals of the increases (`mode = "increase"`), shared by clones.
-    totals: Arc<Mutex<(f64, f64)>>,
+    /// Running totals of the increases (`mode = "increase"`) and when the
+    /// last was added, shared by clones.
+    totals: Arc<Mutex<Totals>>,
+    /// The range an increase answer covers (the target's window).
+    range: Option<Duration>,
     /// What the previous reads saw, shared by clones.
     seen: Arc<Mutex<Seen>>,
+}
+
+/// The running totals of `mode = "increase"`.
+#[derive(Debug, Default)]
+struct Totals {
+    first: f64,
+    failures: f64,
+    /// When the last answer was added.
+    last: Option<std::time::Instant>,
+}
+
+/// The share of an increase answer over `range` that belongs to the
+/// `since` last answer: `since / range`, and all of it for the first
+/// answer (the baseline) or when the range is unknown.
+pub fn increase_share(since: Option<Duration>, range: Option<Duration>) -> f64 {
+    match (since, range) {
+        (Some(since), Some(range)) if !range.is_zero() => since.as_secs_f64() / range.as_secs_f64(),
+        _ => 1.0,
+    }
 }
 
 /// How many recent changes of the newest sample time the lag hint keeps.
@@ -169,7 +199,8 @@ impl PromqlSource {
             mode: cfg.mode,
             max_age: cfg.max_age,
             freshness,
-            totals: Arc::new(Mutex::new((0.0, 0.0))),
+            totals: Arc::new(Mutex::new(Totals::default())),
+            range: cfg.range,
             seen: Arc::new(Mutex::new(Seen::default())),
         })
     }
@@ -214,9 +245,12 @@ impl PromqlSource {
                     }
                 }
                 let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
-                totals.0 += first;
-                totals.1 += failures;
-                *totals
+                let now = std::time::Instant::now();
+                let share = increase_share(totals.last.map(|t| now - t), self.range);
+                totals.last = Some(now);
+                totals.first += first * share;
+                totals.failures += failures * share;
+                (totals.first, totals.failures)
             }
         };
         Ok(Counters {

@@ -164,7 +164,36 @@ fn resolve_fills_window_and_max_age() {
     cfg.resolve(Duration::from_millis(2500));
     assert_eq!(cfg.attempts.as_deref(), Some("sum(increase(a[2500ms]))"));
     assert_eq!(cfg.max_age, Some(Duration::from_millis(2500)));
+    assert_eq!(cfg.range, Some(Duration::from_millis(2500)));
     assert_eq!(promql_duration(Duration::from_secs(3)), "3s");
+    // Never read from the file.
+    let e = toml::from_str::<PromqlSignalConfig>(
+        r#"url = "http://p:9090"
+           failures = "f"
+           range = "3s""#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("range"), "{e}");
+}
+
+/// An increase answer covers its range whenever it is asked: added whole
+/// at every early-verdict look (every `window / 48`), one window's counts
+/// became 48 windows'. Each is added for the time since the last.
+#[test]
+fn an_increase_counts_for_the_time_since_the_last_answer() {
+    let range = Some(Duration::from_secs(3));
+    let ms = |n| Some(Duration::from_millis(n));
+    // The baseline, and a range that is not known: all of it.
+    assert_eq!(increase_share(None, range), 1.0);
+    assert_eq!(increase_share(ms(62), None), 1.0);
+    assert_eq!(increase_share(ms(62), Some(Duration::ZERO)), 1.0);
+    // At the window's cadence, exactly the increase.
+    assert_eq!(increase_share(ms(3000), range), 1.0);
+    // 48 looks a window add up to one window, not 48.
+    let looks: f64 = (0..48).map(|_| increase_share(ms(62), range)).sum();
+    assert!((looks - 0.992).abs() < 1e-9, "{looks}");
+    // A read that failed in between: the answer stands for the whole gap.
+    assert_eq!(increase_share(ms(6000), range), 2.0);
 }
 
 #[test]
