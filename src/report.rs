@@ -411,16 +411,20 @@ impl TargetReport {
                         None => "; no higher offer in the settled period".to_string(),
                     },
                 };
-                let lower = if bind == Some("neither") {
-                    format!(
-                        " (a lower bound: no higher offer in the settled period failed more than {})",
-                        pct(high)
+                let (lower, band) = if bind == Some("neither") {
+                    (
+                        format!(
+                            " (a lower bound: no higher offer in the settled period failed more than {})",
+                            pct(high)
+                        ),
+                        verdicts::dead_band_hint(&history, &s.evidence.levels, figure)
+                            .unwrap_or_default(),
                     )
                 } else {
-                    String::new()
+                    (String::new(), String::new())
                 };
                 format!(
-                    "{name}: capacity {} {control} at steady state{lower}, failure ratio {} within the bound {} (95% interval {}–{} over {} windows){next}",
+                    "{name}: capacity {} {control} at steady state{lower}, failure ratio {} within the bound {} (95% interval {}–{} over {} windows){next}{band}",
                     short(figure),
                     pct(c.failure_ratio),
                     pct(high),

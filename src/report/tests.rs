@@ -4,7 +4,7 @@
 
 use super::levels::wilson;
 use super::*;
-use crate::governor::{Control, Params, Profile, ThrottleGovernor};
+use crate::governor::{Confidence, Control, Params, Profile, ThrottleGovernor, VerdictClass};
 use crate::rng::SplitMix64;
 use proptest::prelude::*;
 
@@ -219,8 +219,9 @@ fn plateaus_give_today_s_figures() {
 /// governor held in the dead band at 4 and 5, its probes to 6 failing no
 /// more than the background. Nothing above the figure crossed the bound,
 /// so the report must not present 5 as where the bound binds.
-#[test]
-fn a_figure_held_below_a_bound_no_offer_crossed_is_a_lower_bound() {
+/// The stall's shape: a wall at 10, 3 % of attempts failing at every
+/// offer, held at 4 to 6.
+fn held_in_a_background_band() -> Vec<WindowRecord> {
     let mut h = vec![
         rec(0.0, 1.0, 15.0, 0.0, "up"),
         rec(3.0, 2.0, 30.0, 0.0, "up"),
@@ -240,6 +241,12 @@ fn a_figure_held_below_a_bound_no_offer_crossed_is_a_lower_bound() {
             h.push(rec(t, offer, attempts, (0.03 * attempts).round(), decision));
         }
     }
+    h
+}
+
+#[test]
+fn a_figure_held_below_a_bound_no_offer_crossed_is_a_lower_bound() {
+    let mut h = held_in_a_background_band();
     let r = report(h.clone());
     assert!(r.steady, "{}", r.verdict);
     assert_eq!(r.capacity, Some(6.0), "{}", r.verdict);
@@ -270,6 +277,59 @@ fn a_figure_held_below_a_bound_no_offer_crossed_is_a_lower_bound() {
     assert_eq!(r.capacity, Some(5.0), "{}", r.verdict);
     assert_eq!(r.binding, Some("failures"), "{}", r.verdict);
     assert!(!r.verdict.contains("lower bound"), "{}", r.verdict);
+}
+
+/// A lower bound held in the dead band says so, and names the way out,
+/// only when the verdicts' own clean level shows it: the figure's level
+/// failed at or above it. Not under the seed rules (no confidence), and
+/// not for a figure whose level failed less than the clean level.
+#[test]
+fn a_lower_bound_held_in_the_dead_band_names_the_way_out() {
+    let with_clean_level = |h: &mut [WindowRecord], clean_below: f64| {
+        for w in h.iter_mut() {
+            let (n, f) = (w.attempts.unwrap(), w.failures.unwrap());
+            w.confidence = Some(Confidence {
+                verdict: VerdictClass::DeadBand,
+                attempts: n,
+                failures: f,
+                lower: 0.0,
+                upper: 1.0,
+                clean_below,
+                high: 0.05,
+                background: None,
+            });
+        }
+    };
+    let seed = report(held_in_a_background_band());
+    assert!(seed.verdict.contains("(a lower bound"), "{}", seed.verdict);
+    assert!(!seed.verdict.contains("dead band"), "{}", seed.verdict);
+
+    let mut h = held_in_a_background_band();
+    with_clean_level(&mut h, 0.01);
+    let r = report(h.clone());
+    assert_eq!(r.binding, Some("neither"), "{}", r.verdict);
+    // Pooled over the period's levels up to the figure (4, 5 and 6 here),
+    // not the figure's alone.
+    let levels = &r.evidence.as_ref().unwrap().levels;
+    let (n, f) = levels
+        .iter()
+        .filter(|l| l.offer <= 6.0)
+        .fold((0.0, 0.0), |(n, f), l| (n + l.attempts, f + l.failures));
+    assert!(n > 1000.0, "{levels:?}");
+    assert!(
+        r.verdict.ends_with(&format!(
+            "; it held in the dead band: its offers up to 6 failed {} of their attempts ({f} of {n}), at or above the clean level 1%, so too few windows were clean to climb. If the target fails about {} whatever the load, set `low` above that share to measure past it",
+            pct(f / n),
+            pct(f / n)
+        )),
+        "{}",
+        r.verdict
+    );
+    // A clean level above what those levels failed: no such hint.
+    with_clean_level(&mut h, 0.04);
+    let r = report(h);
+    assert!(r.verdict.contains("(a lower bound"), "{}", r.verdict);
+    assert!(!r.verdict.contains("dead band"), "{}", r.verdict);
 }
 
 /// A plateau settled at 10 brackets the wall with a failed probe to 12 made

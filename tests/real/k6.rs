@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use support::goals::{run_path, Length, Rig, Wall, GOAL_RUN};
-use support::real::{record_run, serial, target_head, Watch, K6};
+use support::real::{record_run, serial, target_head, Measured, Watch, K6};
 use support::{target_status, NoisyTarget};
 
 /// The `[targets.signal]` and `[targets.control]` tables of k6 read and
@@ -72,20 +72,53 @@ async fn rest_api_at_the_1ms_wall() {
 #[should_panic(expected = "is not within ±15% of 10")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_api_figure_at_the_1ms_wall_with_a_3_percent_background_known_miss() {
+    let Some(m) = at_the_background_wall(None).await else {
+        return;
+    };
+    m.assert_honest_figure();
+    // The report says why it held, and the way out (tested just below).
+    if m.capacity.is_some_and(|c| c < 0.85 * m.limit) {
+        assert!(
+            m.verdict.contains("it held in the dead band")
+                && m.verdict.contains("set `low` above that share"),
+            "{}: {}",
+            m.label,
+            m.verdict
+        );
+    }
+    m.assert_figure();
+}
+
+/// The known miss's way out, as its report names it: the same run with
+/// `low` above the background (`low = 0.04`: a window is clean below 4 %)
+/// finds the wall and meets the figure's goal (first run: capacity 10, 11
+/// over the bound at 94.68 %).
+#[ignore = "full tier: scripts/test --full"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_api_figure_at_the_1ms_wall_with_a_3_percent_background_and_low_above_it() {
+    let Some(m) = at_the_background_wall(Some("low = 0.04")).await else {
+        return;
+    };
+    m.assert_honest_figure();
+    m.assert_figure();
+}
+
+/// The 1 ms wall with a 3 % background, governed by real k6 for the goals'
+/// 300 s with the default config, plus `keys` in the target's table.
+async fn at_the_background_wall(keys: Option<&str>) -> Option<Measured> {
     let _serial = serial().await;
     let wall = Wall::OneMsBackground;
     let target = wall.start().await;
-    let Some(rig) = rest_api(target.url()).await else {
-        return;
-    };
+    let rig = rest_api(target.url()).await?;
     let watch = Watch {
         settle: GOAL_RUN,
         tail: Duration::from_secs(30),
         deadline: Instant::now() + GOAL_RUN,
     };
-    let m = rig.govern(&target, wall, None, watch).await;
-    m.assert_honest_figure();
-    m.assert_figure();
+    Some(match keys {
+        None => rig.govern(&target, wall, None, watch).await,
+        Some(keys) => rig.govern_with_keys(&target, wall, keys, watch).await,
+    })
 }
 
 #[ignore = "full tier: scripts/test --full"]

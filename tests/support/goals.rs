@@ -134,25 +134,46 @@ impl Rig {
     /// user writes ([`target_head`] with no profile), or with `profile`;
     /// asserts that every process lived through the run, then stops them.
     pub async fn govern(
-        mut self,
+        self,
         target: &LimitedTarget,
         wall: Wall,
         profile: Option<&str>,
         watch: Watch,
     ) -> Measured {
-        let mut head = target_head(self.name, CEILING, WINDOW, profile);
+        let head = target_head(self.name, CEILING, WINDOW, profile);
+        let config = profile.map_or("default config (no profile key)".to_string(), |p| {
+            format!("profile = \"{p}\"")
+        });
+        self.govern_config(target, wall, head, &config, watch).await
+    }
+
+    /// [`Rig::govern`] with the default profile and `keys` (TOML lines)
+    /// added to the target's table, e.g. `low = 0.04`.
+    pub async fn govern_with_keys(
+        self,
+        target: &LimitedTarget,
+        wall: Wall,
+        keys: &str,
+        watch: Watch,
+    ) -> Measured {
+        let head = format!("{}{keys}\n", target_head(self.name, CEILING, WINDOW, None));
+        let config = format!("default config with {}", keys.trim().replace('\n', ", "));
+        self.govern_config(target, wall, head, &config, watch).await
+    }
+
+    async fn govern_config(
+        mut self,
+        target: &LimitedTarget,
+        wall: Wall,
+        mut head: String,
+        config: &str,
+        watch: Watch,
+    ) -> Measured {
         if let Some(listen) = &self.listen {
             head = head.replace("127.0.0.1:0", listen);
         }
+        let label = format!("{}, {}, {config}", self.path, wall.label());
         let config = format!("{head}\n{}", self.tables);
-        let label = format!(
-            "{}, {}, {}",
-            self.path,
-            wall.label(),
-            profile.map_or("default config (no profile key)".to_string(), |p| {
-                format!("profile = \"{p}\"")
-            })
-        );
         let m = govern(&label, &config, self.name, target, watch).await;
         let dead: Vec<String> = self
             .procs
