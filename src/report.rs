@@ -417,7 +417,7 @@ impl TargetReport {
                             " (a lower bound: no higher offer in the settled period failed more than {})",
                             pct(high)
                         ),
-                        verdicts::dead_band_hint(&history, &s.evidence.levels, figure)
+                        verdicts::dead_band_hint(&history, s, figure)
                             .unwrap_or_default(),
                     )
                 } else {

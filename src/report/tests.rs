@@ -280,9 +280,9 @@ fn a_figure_held_below_a_bound_no_offer_crossed_is_a_lower_bound() {
 }
 
 /// A lower bound held in the dead band says so, and names the way out,
-/// only when the verdicts' own clean level shows it: the figure's level
-/// failed at or above it. Not under the seed rules (no confidence), and
-/// not for a figure whose level failed less than the clean level.
+/// only when the verdicts' own clean level shows it: the levels up to the
+/// figure failed significantly more. Not under the seed rules (no
+/// confidence), not at the ceiling, and not when they failed less.
 #[test]
 fn a_lower_bound_held_in_the_dead_band_names_the_way_out() {
     let with_clean_level = |h: &mut [WindowRecord], clean_below: f64| {
@@ -318,13 +318,21 @@ fn a_lower_bound_held_in_the_dead_band_names_the_way_out() {
     assert!(n > 1000.0, "{levels:?}");
     assert!(
         r.verdict.ends_with(&format!(
-            "; it held in the dead band: its offers up to 6 failed {} of their attempts ({f} of {n}), at or above the clean level 1%, so too few windows were clean to climb. If the target fails about {} whatever the load, set `low` above that share to measure past it",
+            "; it held in the dead band: its offers up to 6 failed {} of their attempts ({f} of {n}), significantly above the clean level 1% (the governor climbs only on windows below it). If the target fails about {} whatever the load, set `low` above that share to measure past it",
             pct(f / n),
             pct(f / n)
         )),
         "{}",
         r.verdict
     );
+    // Held at the ceiling: the ceiling held it, not the band.
+    let mut at_ceiling = h.clone();
+    for w in at_ceiling.iter_mut().filter(|w| w.offer == 6.0) {
+        w.label = "at-ceiling";
+    }
+    let r = report(at_ceiling);
+    assert!(r.verdict.contains("(a lower bound"), "{}", r.verdict);
+    assert!(!r.verdict.contains("dead band"), "{}", r.verdict);
     // A clean level above what those levels failed: no such hint.
     with_clean_level(&mut h, 0.04);
     let r = report(h);

@@ -15,8 +15,9 @@
 
 use serde::Serialize;
 
-use super::levels::LevelStats;
+use super::steady::Steady;
 use crate::governor::robust::background::BackgroundEstimate;
+use crate::governor::robust::binomial_tail;
 use crate::governor::{pct, Confidence, VerdictClass};
 use crate::telemetry::WindowRecord;
 
@@ -147,10 +148,11 @@ fn median(mut values: Vec<f64>) -> f64 {
 mod tests;
 
 /// Why a figure that is a lower bound held where it did, when the counts
-/// say so: the settled period's levels up to the figure (`levels`, its
-/// evidence) pooled a failure ratio at or above the clean level the
-/// verdicts used (`clean_below`, `robust` and `gentle` only), so too few
-/// windows were clean to climb. The sentence names the way out.
+/// say so: the settled period's levels up to the figure (its evidence)
+/// pooled a failure ratio significantly (at [`DEAD_BAND_ALPHA`])
+/// above the clean level the verdicts used (`clean_below`, `robust` and
+/// `gentle` only), below which the governor climbs. The sentence names the
+/// way out.
 ///
 /// Why it exists: a target that fails a few percent whatever the load
 /// holds the governor in the dead band far below its wall when the
@@ -160,28 +162,76 @@ mod tests;
 /// (capacity 10, 11 over the bound at 94.68 %). All the levels up to the
 /// figure, not the figure's alone: the figure is often the thinnest level
 /// (2 windows, 5 of 120 failed, in that run). `None` when they failed
-/// nothing or less than the clean level, or when no verdict carried a
-/// confidence (the seed rules).
+/// nothing or not significantly more than the clean level, or when no
+/// verdict carried a confidence (the seed rules).
 pub(crate) fn dead_band_hint(
     history: &[WindowRecord],
-    levels: &[LevelStats],
+    steady: &Steady,
     figure: f64,
 ) -> Option<String> {
-    let clean = history
+    let d = dead_band(history, steady, figure)?;
+    let share = pct(d.failure_ratio);
+    Some(format!(
+        "; it held in the dead band: its offers up to {} failed {share} of their attempts ({:.0} of {:.0}), significantly above the clean level {} (the governor climbs only on windows below it). If the target fails about {share} whatever the load, set `low` above that share to measure past it",
+        super::short(figure),
+        d.failures,
+        d.attempts,
+        pct(d.clean_below)
+    ))
+}
+
+/// The significance at which the levels up to a figure fail more than the
+/// clean level, for the dead-band sentence: one-sided, exact binomial.
+pub const DEAD_BAND_ALPHA: f64 = 0.05;
+
+/// What [`dead_band_hint`] says, as values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct DeadBand {
+    /// The failure ratio pooled over the levels up to the figure.
+    pub failure_ratio: f64,
+    /// Their attempts and failures.
+    pub attempts: f64,
+    pub failures: f64,
+    /// The latest verdict's clean level.
+    pub clean_below: f64,
+}
+
+/// The levels up to `figure`, pooled, when they failed significantly more
+/// than the latest verdict's clean level and the figure was not held at
+/// the ceiling (see [`dead_band_hint`]).
+pub(crate) fn dead_band(
+    history: &[WindowRecord],
+    steady: &Steady,
+    figure: f64,
+) -> Option<DeadBand> {
+    let clean_below = history
         .iter()
         .rev()
         .find_map(|r| r.confidence.as_ref().map(|c| c.clean_below))?;
-    let (n, f) = levels
+    // At the ceiling the ceiling held it, not the band: a background the
+    // verdicts explain leaves it clean there (`at-ceiling`).
+    let at_ceiling = history.iter().any(|r| {
+        r.time_secs >= steady.settled.from_secs && r.offer >= figure && r.label == "at-ceiling"
+    });
+    if at_ceiling {
+        return None;
+    }
+    let (attempts, failures) = steady
+        .evidence
+        .levels
         .iter()
         .filter(|l| l.offer <= figure)
         .fold((0.0, 0.0), |(n, f), l| (n + l.attempts, f + l.failures));
-    if !(n > 0.0 && f > 0.0 && f / n >= clean) {
-        return None;
-    }
-    let share = pct(f / n);
-    Some(format!(
-        "; it held in the dead band: its offers up to {} failed {share} of their attempts ({f} of {n}), at or above the clean level {}, so too few windows were clean to climb. If the target fails about {share} whatever the load, set `low` above that share to measure past it",
-        super::short(figure),
-        pct(clean)
-    ))
+    // Significantly above, not just at or above: a run at its ceiling whose
+    // failures the background explains sits at the clean level (3 % against
+    // a clean level of 3 %), and it held at the ceiling, not in the band.
+    let above = attempts > 0.0
+        && failures / attempts > clean_below
+        && binomial_tail(failures, attempts, clean_below) <= DEAD_BAND_ALPHA;
+    above.then_some(DeadBand {
+        failure_ratio: failures / attempts,
+        attempts,
+        failures,
+        clean_below,
+    })
 }

@@ -90,6 +90,9 @@ pub struct FakeState {
     pub require: Option<(String, String)>,
     /// Every value the workers took, with when (the first is the start).
     pub changes: Vec<(std::time::Instant, f64)>,
+    /// Above this many workers, this share of every attempt fails too: a
+    /// band of failures that follows the load but stays under the bound.
+    pub soft: Option<(f64, f64)>,
 }
 
 impl FakeState {
@@ -148,6 +151,7 @@ impl FakeTool {
             per_worker: 1.0,
             require: None,
             changes: vec![(std::time::Instant::now(), workers)],
+            soft: None,
         }));
         let app = Router::new()
             .route("/metrics", get(metrics))
@@ -166,7 +170,12 @@ impl FakeTool {
                 let mut st = s.lock().unwrap();
                 let w = st.workers.max(0.0);
                 let n = w * st.per_worker;
-                let f = (w - st.capacity).max(0.0) * st.per_worker;
+                let mut f = (w - st.capacity).max(0.0) * st.per_worker;
+                if let Some((above, share)) = st.soft {
+                    if w > above {
+                        f = (f + share * n).min(n);
+                    }
+                }
                 st.attempts += n;
                 st.failures += f;
             }
