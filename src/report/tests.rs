@@ -214,13 +214,10 @@ fn plateaus_give_today_s_figures() {
     assert!(t.verdict.contains("never became steady"), "{}", t.verdict);
 }
 
-/// The real background stall (docs/BENCHMARKS.md, "The opening's one
-/// witness"): a wall at 10, 3 % of attempts failing at every offer, and a
-/// governor held in the dead band at 4 and 5, its probes to 6 failing no
-/// more than the background. Nothing above the figure crossed the bound,
-/// so the report must not present 5 as where the bound binds.
-/// The stall's shape: a wall at 10, 3 % of attempts failing at every
-/// offer, held at 4 to 6.
+/// The real background stall's shape (docs/BENCHMARKS.md, "The opening's
+/// one witness"): a wall at 10, 3 % of attempts failing at every offer, and
+/// a governor held in the dead band at 4 and 5, its probes to 6 failing no
+/// more than the background.
 fn held_in_a_background_band() -> Vec<WindowRecord> {
     let mut h = vec![
         rec(0.0, 1.0, 15.0, 0.0, "up"),
@@ -244,6 +241,8 @@ fn held_in_a_background_band() -> Vec<WindowRecord> {
     h
 }
 
+/// Nothing above the figure of [`held_in_a_background_band`] crossed the
+/// bound, so the report must not present 5 as where the bound binds.
 #[test]
 fn a_figure_held_below_a_bound_no_offer_crossed_is_a_lower_bound() {
     let mut h = held_in_a_background_band();

@@ -163,47 +163,13 @@ mod tests;
 /// figure, not the figure's alone: the figure is often the thinnest level
 /// (2 windows, 5 of 120 failed, in that run). `None` when they failed
 /// nothing or not significantly more than the clean level, or when no
-/// verdict carried a confidence (the seed rules).
+/// verdict carried a confidence (the seed rules), or when the figure was
+/// held at the ceiling.
 pub(crate) fn dead_band_hint(
     history: &[WindowRecord],
     steady: &Steady,
     figure: f64,
 ) -> Option<String> {
-    let d = dead_band(history, steady, figure)?;
-    let share = pct(d.failure_ratio);
-    Some(format!(
-        "; it held in the dead band: its offers up to {} failed {share} of their attempts ({:.0} of {:.0}), significantly above the clean level {} (the governor climbs only on windows below it). If the target fails about {share} whatever the load, set `low` above that share to measure past it",
-        super::short(figure),
-        d.failures,
-        d.attempts,
-        pct(d.clean_below)
-    ))
-}
-
-/// The significance at which the levels up to a figure fail more than the
-/// clean level, for the dead-band sentence: one-sided, exact binomial.
-pub const DEAD_BAND_ALPHA: f64 = 0.05;
-
-/// What [`dead_band_hint`] says, as values.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct DeadBand {
-    /// The failure ratio pooled over the levels up to the figure.
-    pub failure_ratio: f64,
-    /// Their attempts and failures.
-    pub attempts: f64,
-    pub failures: f64,
-    /// The latest verdict's clean level.
-    pub clean_below: f64,
-}
-
-/// The levels up to `figure`, pooled, when they failed significantly more
-/// than the latest verdict's clean level and the figure was not held at
-/// the ceiling (see [`dead_band_hint`]).
-pub(crate) fn dead_band(
-    history: &[WindowRecord],
-    steady: &Steady,
-    figure: f64,
-) -> Option<DeadBand> {
     let clean_below = history
         .iter()
         .rev()
@@ -222,16 +188,20 @@ pub(crate) fn dead_band(
         .iter()
         .filter(|l| l.offer <= figure)
         .fold((0.0, 0.0), |(n, f), l| (n + l.attempts, f + l.failures));
-    // Significantly above, not just at or above: a run at its ceiling whose
-    // failures the background explains sits at the clean level (3 % against
-    // a clean level of 3 %), and it held at the ceiling, not in the band.
     let above = attempts > 0.0
         && failures / attempts > clean_below
         && binomial_tail(failures, attempts, clean_below) <= DEAD_BAND_ALPHA;
-    above.then_some(DeadBand {
-        failure_ratio: failures / attempts,
-        attempts,
-        failures,
-        clean_below,
-    })
+    if !above {
+        return None;
+    }
+    let share = pct(failures / attempts);
+    Some(format!(
+        "; it held in the dead band: its offers up to {} failed {share} of their attempts ({failures:.0} of {attempts:.0}), significantly above the clean level {} (the governor climbs only on windows below it). If the target fails about {share} whatever the load, set `low` above that share to measure past it",
+        super::short(figure),
+        pct(clean_below)
+    ))
 }
+
+/// The significance at which the levels up to a figure fail more than the
+/// clean level, for the dead-band sentence: one-sided, exact binomial.
+pub const DEAD_BAND_ALPHA: f64 = 0.05;
