@@ -52,6 +52,7 @@ fn capacity_figure(
         attempts: l.attempts,
         failures: l.failures,
         next_step_up: above.map(|u| u.offer),
+        dead_band: None,
     }
 }
 
@@ -77,7 +78,14 @@ pub fn estimate(
     high: f64,
     latency: Option<LatencyBoundStatus>,
 ) -> CapacityEstimate {
-    estimate_remembering(history, &[], rule, high, latency)
+    estimate_remembering(
+        history,
+        &[],
+        verdicts::latest_clean_level(history),
+        rule,
+        high,
+        latency,
+    )
 }
 
 /// [`estimate`], with `older`: evidence that left `history` (the live
@@ -86,9 +94,15 @@ pub fn estimate(
 /// `history`), never for the figure: a long settled run probes the wall
 /// less often than the ring is long, and the probe that showed the bound
 /// crossed must not be forgotten between probes.
+///
+/// `clean_below` is the clean level of the governor's latest verdict
+/// (`None` under the seed rules): a steady lower bound whose levels up to
+/// the figure failed significantly above it carries the dead band
+/// ([`crate::telemetry::DeadBand`], the report's sentence as a value).
 pub fn estimate_remembering(
     history: &[WindowRecord],
     older: &[WindowRecord],
+    clean_below: Option<f64>,
     rule: &SteadyRule,
     high: f64,
     latency: Option<LatencyBoundStatus>,
@@ -101,12 +115,14 @@ pub fn estimate_remembering(
                 let all: Vec<WindowRecord> = older.iter().chain(history).cloned().collect();
                 binding(&s, &all, high, latency)
             } == Some("neither");
-            return CapacityEstimate::Steady(capacity_figure(
-                offer,
-                c,
-                s.evidence.next_step_up.as_ref(),
-                lower_bound,
-            ));
+            let mut figure =
+                capacity_figure(offer, c, s.evidence.next_step_up.as_ref(), lower_bound);
+            // As the report: a run with a latency bound gets no such hint.
+            if lower_bound && latency.is_none() {
+                figure.dead_band =
+                    clean_below.and_then(|clean| verdicts::dead_band(history, &s, offer, clean));
+            }
+            return CapacityEstimate::Steady(figure);
         }
     }
     let evidence = latest_evidence(history);
@@ -417,7 +433,9 @@ impl TargetReport {
                             " (a lower bound: no higher offer in the settled period failed more than {})",
                             pct(high)
                         ),
-                        verdicts::dead_band_hint(&history, s, figure)
+                        verdicts::latest_clean_level(&history)
+                            .and_then(|clean| verdicts::dead_band(&history, s, figure, clean))
+                            .map(|b| verdicts::dead_band_sentence(figure, &b))
                             .unwrap_or_default(),
                     )
                 } else {

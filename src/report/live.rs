@@ -21,7 +21,11 @@
 //! [`OLDER_OFFERS`] offers, 32 bytes each, none older than `MAX_PERIOD`
 //! windows), and read only to tell whether a steady figure is a lower
 //! bound: a settled run probes a costly wall less often than the ring is
-//! long.
+//! long. And one number a target: the clean level of the governor's latest
+//! verdict, against which a lower bound's dead band is judged (the
+//! report's "it held in the dead band" sentence, carried live as
+//! [`crate::telemetry::DeadBand`]; the ring marks the windows held
+//! `at-ceiling`, where a lower bound is the ceiling's, in a flag bit).
 //!
 //! The cost is bounded per window and independent of the run's length: one
 //! pass over the ring, the steady-state search (quadratic in the ring, at
@@ -67,6 +71,9 @@ struct LiveWindow {
 
 const DISCARDED: u8 = 1;
 const UNCONFIRMED: u8 = 2;
+/// The governor held at its ceiling (`at-ceiling`): a steady lower bound
+/// there is the ceiling's, not the dead band's.
+const AT_CEILING: u8 = 4;
 
 impl LiveWindow {
     fn of(r: &WindowRecord) -> Self {
@@ -77,7 +84,12 @@ impl LiveWindow {
             failures: nan(r.failures),
             latency_secs: r.latency_secs.map(|v| v as f32).unwrap_or(f32::NAN),
             flags: if r.discarded { DISCARDED } else { 0 }
-                | if r.unconfirmed { UNCONFIRMED } else { 0 },
+                | if r.unconfirmed { UNCONFIRMED } else { 0 }
+                | if r.label == "at-ceiling" {
+                    AT_CEILING
+                } else {
+                    0
+                },
         }
     }
 
@@ -98,7 +110,11 @@ impl LiveWindow {
             window_secs: None,
             decision: "hold",
             to: self.offer,
-            label: "",
+            label: if self.flags & AT_CEILING != 0 {
+                "at-ceiling"
+            } else {
+                ""
+            },
             discarded: self.flags & DISCARDED != 0,
             unconfirmed: self.flags & UNCONFIRMED != 0,
             latency_secs: (!self.latency_secs.is_nan()).then_some(f64::from(self.latency_secs)),
@@ -130,6 +146,11 @@ pub struct LiveCapacity {
     rule: SteadyRule,
     high: f64,
     latency: Option<LatencyBoundStatus>,
+    /// The clean level of the latest verdict that carried one (`robust`
+    /// and `gentle`): what the dead band of a lower bound is judged
+    /// against. One value a target, not one a window: the report reads
+    /// the latest too.
+    clean_below: Option<f64>,
 }
 
 impl LiveCapacity {
@@ -143,6 +164,7 @@ impl LiveCapacity {
             rule,
             high,
             latency,
+            clean_below: None,
         }
     }
 
@@ -161,6 +183,9 @@ impl LiveCapacity {
             }
         }
         self.windows.push_back(LiveWindow::of(record));
+        if let Some(c) = &record.confidence {
+            self.clean_below = Some(c.clean_below);
+        }
         let history = self.ring();
         let older: Vec<WindowRecord> = self
             .older
@@ -180,7 +205,14 @@ impl LiveCapacity {
                 ..r
             })
             .collect();
-        estimate_remembering(&history, &older, &self.rule, self.high, self.latency)
+        estimate_remembering(
+            &history,
+            &older,
+            self.clean_below,
+            &self.rule,
+            self.high,
+            self.latency,
+        )
     }
 
     /// The ring as the records the estimate reads, oldest first.
@@ -196,7 +228,7 @@ impl LiveCapacity {
     /// evidence.
     fn remember(&mut self, w: LiveWindow) {
         // Kept oldest first: an offer added to moves to the end.
-        if w.flags == 0 && w.attempts > 0.0 && w.failures >= 0.0 {
+        if w.flags & (DISCARDED | UNCONFIRMED) == 0 && w.attempts > 0.0 && w.failures >= 0.0 {
             let mut o = match self.older.iter().position(|o| o.offer == w.offer) {
                 Some(i) => self.older.remove(i),
                 None => Older {

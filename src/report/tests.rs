@@ -299,9 +299,24 @@ fn a_lower_bound_held_in_the_dead_band_names_the_way_out() {
             });
         }
     };
+    // The live figure, fed the same windows one by one, carries the same
+    // dead band as a value.
+    let live_band = |h: &[WindowRecord]| {
+        let mut live = super::live::LiveCapacity::new(SteadyRule::default(), 0.05, None);
+        let mut last = CapacityEstimate::None;
+        for w in h {
+            last = live.push(w);
+        }
+        let CapacityEstimate::Steady(f) = last else {
+            panic!("{last:?}")
+        };
+        assert!(f.lower_bound, "{f:?}");
+        f.dead_band
+    };
     let seed = report(held_in_a_background_band());
     assert!(seed.verdict.contains("(a lower bound"), "{}", seed.verdict);
     assert!(!seed.verdict.contains("dead band"), "{}", seed.verdict);
+    assert_eq!(live_band(&held_in_a_background_band()), None);
 
     let mut h = held_in_a_background_band();
     with_clean_level(&mut h, 0.01);
@@ -324,16 +339,27 @@ fn a_lower_bound_held_in_the_dead_band_names_the_way_out() {
         "{}",
         r.verdict
     );
+    assert_eq!(
+        live_band(&h),
+        Some(crate::telemetry::DeadBand {
+            failure_ratio: f / n,
+            attempts: n,
+            failures: f,
+            clean_below: 0.01,
+        })
+    );
     // Held at the ceiling: the ceiling held it, not the band.
     let mut at_ceiling = h.clone();
     for w in at_ceiling.iter_mut().filter(|w| w.offer == 6.0) {
         w.label = "at-ceiling";
     }
+    assert_eq!(live_band(&at_ceiling), None);
     let r = report(at_ceiling);
     assert!(r.verdict.contains("(a lower bound"), "{}", r.verdict);
     assert!(!r.verdict.contains("dead band"), "{}", r.verdict);
     // A clean level above what those levels failed: no such hint.
     with_clean_level(&mut h, 0.04);
+    assert_eq!(live_band(&h), None);
     let r = report(h);
     assert!(r.verdict.contains("(a lower bound"), "{}", r.verdict);
     assert!(!r.verdict.contains("dead band"), "{}", r.verdict);

@@ -19,7 +19,7 @@ use super::steady::Steady;
 use crate::governor::robust::background::BackgroundEstimate;
 use crate::governor::robust::binomial_tail;
 use crate::governor::{pct, Confidence, VerdictClass};
-use crate::telemetry::WindowRecord;
+use crate::telemetry::{DeadBand, WindowRecord};
 
 /// The verdicts of one target's history (`robust` and `gentle` only).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -150,9 +150,10 @@ mod tests;
 /// Why a figure that is a lower bound held where it did, when the counts
 /// say so: the settled period's levels up to the figure (its evidence)
 /// pooled a failure ratio significantly (at [`DEAD_BAND_ALPHA`])
-/// above the clean level the verdicts used (`clean_below`, `robust` and
-/// `gentle` only), below which the governor climbs. The sentence names the
-/// way out.
+/// above `clean_below`, the clean level the verdicts used (`robust` and
+/// `gentle` only: [`latest_clean_level`]), below which the governor climbs.
+/// The report words it ([`dead_band_sentence`]); the live figure carries
+/// it as a value.
 ///
 /// Why it exists: a target that fails a few percent whatever the load
 /// holds the governor in the dead band far below its wall when the
@@ -162,18 +163,15 @@ mod tests;
 /// (capacity 10, 11 over the bound at 94.68 %). All the levels up to the
 /// figure, not the figure's alone: the figure is often the thinnest level
 /// (2 windows, 5 of 120 failed, in that run). `None` when they failed
-/// nothing or not significantly more than the clean level, or when no
-/// verdict carried a confidence (the seed rules), or when the figure was
-/// held at the ceiling.
-pub(crate) fn dead_band_hint(
+/// nothing or not significantly more than the clean level, or when the
+/// figure was held at the ceiling (a window of the settled period at or
+/// above the figure labelled `at-ceiling`).
+pub(crate) fn dead_band(
     history: &[WindowRecord],
     steady: &Steady,
     figure: f64,
-) -> Option<String> {
-    let clean_below = history
-        .iter()
-        .rev()
-        .find_map(|r| r.confidence.as_ref().map(|c| c.clean_below))?;
+    clean_below: f64,
+) -> Option<DeadBand> {
     // At the ceiling the ceiling held it, not the band: a background the
     // verdicts explain leaves it clean there (`at-ceiling`).
     let at_ceiling = history.iter().any(|r| {
@@ -191,15 +189,33 @@ pub(crate) fn dead_band_hint(
     let above = attempts > 0.0
         && failures / attempts > clean_below
         && binomial_tail(failures, attempts, clean_below) <= DEAD_BAND_ALPHA;
-    if !above {
-        return None;
-    }
-    let share = pct(failures / attempts);
-    Some(format!(
-        "; it held in the dead band: its offers up to {} failed {share} of their attempts ({failures:.0} of {attempts:.0}), significantly above the clean level {} (the governor climbs only on windows below it). If the target fails about {share} whatever the load, set `low` above that share to measure past it",
+    above.then(|| DeadBand {
+        failure_ratio: failures / attempts,
+        attempts,
+        failures,
+        clean_below,
+    })
+}
+
+/// The clean level of the latest verdict that carried a confidence (none
+/// under the seed rules).
+pub(crate) fn latest_clean_level(history: &[WindowRecord]) -> Option<f64> {
+    history
+        .iter()
+        .rev()
+        .find_map(|r| r.confidence.as_ref().map(|c| c.clean_below))
+}
+
+/// The report's words for [`dead_band`]: why it held, and the way out.
+pub(crate) fn dead_band_sentence(figure: f64, band: &DeadBand) -> String {
+    let share = pct(band.failure_ratio);
+    format!(
+        "; it held in the dead band: its offers up to {} failed {share} of their attempts ({:.0} of {:.0}), significantly above the clean level {} (the governor climbs only on windows below it). If the target fails about {share} whatever the load, set `low` above that share to measure past it",
         super::short(figure),
-        pct(clean_below)
-    ))
+        band.failures,
+        band.attempts,
+        pct(band.clean_below)
+    )
 }
 
 /// The significance at which the levels up to a figure fail more than the

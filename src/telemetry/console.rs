@@ -66,6 +66,13 @@ pub fn status_line(s: &TargetStatus) -> String {
                 s.capacity.state().unwrap_or("")
             }
         ));
+        if let Some(b) = &c.dead_band {
+            line.push_str(&format!(
+                ", in the dead band: {} failed (clean below {}; set `low` above it if that is the background)",
+                crate::governor::pct(b.failure_ratio),
+                crate::governor::pct(b.clean_below)
+            ));
+        }
     }
     if let Some(e) = &s.last_error {
         line.push_str(&format!(" | error: {e}"));
@@ -177,12 +184,27 @@ mod tests {
             failures: 0.0,
             next_step_up: None,
             lower_bound: true,
+            dead_band: None,
         };
         let mut s = status("t", 8.0);
         s.capacity = CapacityEstimate::Steady(figure);
         let line = status_line(&s);
         assert!(
             line.ends_with("| capacity >= 8 steady, a lower bound"),
+            "{line}"
+        );
+        s.capacity = CapacityEstimate::Steady(CapacityFigure {
+            dead_band: Some(crate::telemetry::DeadBand {
+                failure_ratio: 0.029,
+                attempts: 3488.0,
+                failures: 101.0,
+                clean_below: 0.01,
+            }),
+            ..figure
+        });
+        let line = status_line(&s);
+        assert!(
+            line.ends_with("| capacity >= 8 steady, a lower bound, in the dead band: 2.9% failed (clean below 1%; set `low` above it if that is the background)"),
             "{line}"
         );
         s.capacity = CapacityEstimate::Steady(CapacityFigure {

@@ -30,7 +30,7 @@ use serde::Serialize;
 use crate::governor::{Confidence, HoldReason, Outcome};
 use metrics::{DecisionLabels, QuantileLabels};
 
-pub use capacity::{CapacityEstimate, CapacityFigure};
+pub use capacity::{CapacityEstimate, CapacityFigure, DeadBand};
 pub use metrics::Metrics;
 
 /// Windows of history kept per target when a report is asked for (about

@@ -278,4 +278,7 @@ async fn a_lower_bound_at_the_ceiling_with_a_background_is_not_called_a_dead_ban
         "{}",
         t.verdict
     );
+    // Nor does the live figure.
+    assert_eq!(live["lower_bound"], true, "{live}");
+    assert_eq!(live["dead_band"], serde_json::Value::Null, "{live}");
 }

@@ -85,11 +85,22 @@ async fn rest_api_figure_at_the_1ms_wall_with_a_3_percent_background_known_miss(
             m.label,
             m.verdict
         );
+        // The live figure said so while the run went.
+        let band = &m.live_last["dead_band"];
+        assert!(
+            m.live_last["lower_bound"] == true
+                && band["failure_ratio"]
+                    .as_f64()
+                    .is_some_and(|r| r > band["clean_below"].as_f64().unwrap_or(1.0)),
+            "{}: the last live figure carries no dead band: {}",
+            m.label,
+            m.live_last
+        );
     }
     m.assert_figure();
 }
 
-/// The known miss's way out, as its report names it: the same run with
+/// The known miss's way out, as its report (and its live figure) names it: the same run with
 /// `low` above the background (`low = 0.04`: a window is clean below 4 %)
 /// finds the wall and meets the figure's goal (first run: capacity 10, 11
 /// over the bound at 94.68 %).

@@ -120,6 +120,9 @@ pub struct Measured {
     /// first gave one within ±20 % of the limit. Reported, not asserted.
     pub live_first: Option<(f64, f64, bool)>,
     pub live_within_20: Option<f64>,
+    /// The last live estimate seen (`capacity` in `/api/v1/targets`), or
+    /// null.
+    pub live_last: serde_json::Value,
 }
 
 impl Measured {
@@ -156,7 +159,7 @@ impl Measured {
             "{}: limit {}; trajectory {:?}; first back-off at {}; settled tail {}..{}; \
              failed attempts after the first back-off {} (overall {}; target served {} rejected {}); \
              capacity {} (verdict: {}); windows discarded {}; \
-             live estimate first {} and within ±20% at {}; signal errors {}; {:.0}s",
+             live estimate first {} and within ±20% at {} (its last dead band: {}); signal errors {}; {:.0}s",
             self.label,
             self.limit,
             self.trajectory(),
@@ -179,6 +182,7 @@ impl Measured {
             )),
             self.live_within_20
                 .map_or("never".to_string(), |at| format!("{at:.1}s")),
+            self.live_last["dead_band"],
             self.signal_errors.unwrap_or(0.0),
             self.secs,
         )
@@ -264,6 +268,7 @@ pub async fn govern(
     let mut at_backoff = (0, 0);
     let mut peak = 0.0_f64;
     let (mut live_first, mut live_within_20) = (None, None);
+    let mut live_last = serde_json::Value::Null;
     let limit = target.limit as f64;
     while Instant::now() < watch.deadline {
         let st = tokio::time::timeout(Duration::from_secs(3), target_status(ctl, name))
@@ -271,6 +276,7 @@ pub async fn govern(
             .unwrap_or(serde_json::Value::Null);
         let capacity = st["capacity"]["offer"].as_f64();
         if let Some(c) = capacity {
+            live_last = st["capacity"].clone();
             let at = t0.elapsed().as_secs_f64();
             let steady = st["capacity"]["steady"].as_bool().unwrap_or(false);
             live_first.get_or_insert((at, c, steady));
@@ -361,6 +367,7 @@ pub async fn govern(
         signal_errors,
         live_first,
         live_within_20,
+        live_last,
     }
 }
 

@@ -165,6 +165,7 @@ fn the_capacity_metric_keeps_one_series_in_the_current_state() {
         failures: 10.0,
         next_step_up: Some(offer + 1.0),
         lower_bound: false,
+        dead_band: None,
     };
     e.emit(Event::Capacity(CapacityEstimate::Provisional(f(10.0, 2))));
     assert_eq!(
