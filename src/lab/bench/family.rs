@@ -20,7 +20,7 @@ use std::fmt::{self, Write as _};
 use clap::ValueEnum;
 use serde::{Serialize, Serializer};
 
-use super::goals::{fewest_failed, goals_of, GOAL_GOODPUT};
+use super::goals::{fewest_failed, goals_of, goals_unexplained, GOAL_GOODPUT};
 use super::metrics::TAIL;
 use super::render::{markdown, render_goals};
 use super::{ControllerKind, Report, Summary};
@@ -268,7 +268,42 @@ pub fn render_family(report: &Report, family: Family) -> String {
     for profile in [Profile::Robust, Profile::Gentle] {
         render_goals(&mut out, &goals_of(report, profile), profile);
     }
+    let _ = writeln!(out, "\n{}", unexplained_line(report));
     out
+}
+
+/// The goal count of robust and gentle on the failed attempts the
+/// background does not explain ([`goals_unexplained`]), with the models
+/// each misses: a second reading of the same runs, not the issue's goal.
+pub fn unexplained_line(report: &Report) -> String {
+    let counts: Vec<String> = [Profile::Robust, Profile::Gentle]
+        .into_iter()
+        .map(|profile| {
+            let goals = goals_unexplained(report, profile);
+            let missed: Vec<String> = goals
+                .iter()
+                .filter(|g| !g.met)
+                .map(|g| g.model.to_string())
+                .collect();
+            format!(
+                "{} meets it on {} of {}{}",
+                profile.as_str(),
+                goals.len() - missed.len(),
+                goals.len(),
+                if missed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (missed: {})", missed.join(", "))
+                }
+            )
+        })
+        .collect();
+    format!(
+        "The same goal on the failed attempts the background does not explain \
+         (failed - b / (1 - b) x successes, b the model's background; a second reading, \
+         not the issue's goal): {}.",
+        counts.join("; ")
+    )
 }
 
 /// The seeds on which a controller stalled (its steady offer at most

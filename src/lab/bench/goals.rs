@@ -116,16 +116,41 @@ pub(crate) fn fewest_failed<'a>(
     rows: impl Iterator<Item = &'a Row>,
     rival: impl Fn(ControllerKind) -> bool,
 ) -> Option<(ControllerKind, f64)> {
+    fewest_by(rows, rival, Row::failed)
+}
+
+/// [`fewest_failed`], on the failures that `failed` (a row's summary) counts.
+fn fewest_by<'a>(
+    rows: impl Iterator<Item = &'a Row>,
+    rival: impl Fn(ControllerKind) -> bool,
+    failed: fn(&Row) -> Summary,
+) -> Option<(ControllerKind, f64)> {
     let med = |s: Summary| s.median.unwrap_or(f64::NAN);
     rows.filter(|r| r.controller != ControllerKind::Oracle && !r.controller.needs_latency())
         .filter(|r| rival(r.controller))
         .filter(|r| med(r.goodput()) >= GOAL_GOODPUT)
-        .map(|r| (r.controller, med(r.failed())))
+        .map(|r| (r.controller, med(failed(r))))
         .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
 }
 
 /// The goal check per model for `profile`, when its governor ran.
 pub(crate) fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
+    goals_by(report, profile, Row::failed)
+}
+
+/// [`goals_of`], with the failed attempts counted as those the model's
+/// background does not explain ([`Row::unexplained`]; the same as
+/// `failed` on a model without one). Not the goal, which counts
+/// every failed attempt: a second reading of the same runs, because on a
+/// model with a background raw failures grow with goodput, and the fewest
+/// of them above the goodput bar go to the controller with the least
+/// goodput above it (docs/BENCHMARKS.md, "What the background explains").
+pub(crate) fn goals_unexplained(report: &Report, profile: Profile) -> Vec<Goal> {
+    goals_by(report, profile, Row::unexplained)
+}
+
+/// The goal check per model for `profile`, counting failures by `failed`.
+fn goals_by(report: &Report, profile: Profile, failed_of: fn(&Row) -> Summary) -> Vec<Goal> {
     let rank = |p: Profile| Profile::ALL.iter().position(|q| *q == p);
     let mut out = Vec::new();
     for &model in &report.plan.models {
@@ -136,17 +161,19 @@ pub(crate) fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
         };
         let med = |s: Summary| s.median.unwrap_or(f64::NAN);
         let goodput = med(own.goodput());
-        let failed = med(own.failed());
+        let failed = med(failed_of(own));
         // Rivals see what the profile sees: failures only (not the oracle,
         // not the `-latency` governors), and were there when its goal was
         // set.
-        let fewest_failed = fewest_failed(rows.iter().copied(), |c| {
-            c.profile().is_none_or(|p| rank(p) <= rank(profile))
-        });
+        let fewest_failed = fewest_by(
+            rows.iter().copied(),
+            |c| c.profile().is_none_or(|p| rank(p) <= rank(profile)),
+            failed_of,
+        );
         let has_fewest_failed =
             goodput >= GOAL_GOODPUT && fewest_failed.is_some_and(|(_, f)| failed <= f);
         let vs_seed = find(ControllerKind::Governor).map(|d| {
-            let (dg, df) = (med(d.goodput()), med(d.failed()));
+            let (dg, df) = (med(d.goodput()), med(failed_of(d)));
             let more_failed = if df > 0.0 {
                 failed / df - 1.0
             } else if failed > 0.0 {

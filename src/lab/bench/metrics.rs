@@ -13,6 +13,7 @@
 //! |---|---|
 //! | `converge` | windows from the start of an epoch until the offer first spends [`CONVERGE_HOLD`] (5) consecutive windows within ±10 % of the oracle's offer; an epoch starts at window 0 and at every window where the true capacity moves by more than 10 %; the run's value is its worst epoch, and *never* when some epoch never converges |
 //! | `failed` | failed attempts, summed over the run |
+//! | `unexplained` | the failed attempts the model's load-independent background `b` does not explain: `failed - b / (1 - b) × successes` (signed: by chance a run may fail less than the background's share); `failed` itself where `b = 0` |
 //! | `excess` | `Σ max(0, offer - C_t)`, in worker-windows |
 //! | `goodput` | successes divided by the oracle's successes |
 //! | `cv` | the coefficient of variation (population standard deviation over mean) of the offer over the last [`TAIL`] (40) windows |
@@ -70,6 +71,8 @@ pub struct Trace {
     pub latency_capacity: Option<f64>,
     /// The declared failure bound: a window over it touches the wall.
     pub high: f64,
+    /// The model's load-independent failure probability per attempt.
+    pub background: f64,
     /// The live capacity figure after each window (governors only:
     /// `None` for the other controllers).
     pub figures: Option<Vec<Option<f64>>>,
@@ -92,6 +95,8 @@ pub struct RunMetrics {
     pub converge: Option<f64>,
     /// Failed attempts.
     pub failed: f64,
+    /// Failed attempts the background does not explain.
+    pub unexplained: f64,
     /// Worker-windows offered above capacity.
     pub excess: f64,
     /// Successes over the oracle's.
@@ -126,9 +131,11 @@ pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
     let oracle_successes = oracle.successes() as f64;
     let (downs, false_downs) = downs(&run.offers, &run.capacity);
     let (touches, touch_failures) = wall_touches(&run.attempts, &run.failures, run.high);
+    let failed = run.failures.iter().sum::<u64>() as f64;
     RunMetrics {
         converge: converge(&run.offers, &oracle.offers, &oracle.capacity),
-        failed: run.failures.iter().sum::<u64>() as f64,
+        failed,
+        unexplained: unexplained(failed, run.successes() as f64, run.background),
         excess: excess(&run.offers, &run.capacity),
         goodput: if oracle_successes > 0.0 {
             run.successes() as f64 / oracle_successes
@@ -163,6 +170,23 @@ pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
             (Some(o), Some(c)) if o <= STALL_SHARE * c => 1.0,
             _ => 0.0,
         },
+    }
+}
+
+/// `unexplained`: the failed attempts beyond what a background failure
+/// probability `b` explains for `successes`. An attempt fails to the
+/// background with probability `b` whatever the load, so a run that
+/// succeeded `s` times made about `s / (1 - b)` attempts the background
+/// alone would fail `b / (1 - b) × s` of. Why: on a target with a
+/// background, raw failures grow with the goodput, so the fewest raw
+/// failures among controllers above a goodput bar go to the one with the
+/// least goodput above it, whatever its control; what a controller's
+/// decisions cost is what the background does not explain.
+pub fn unexplained(failed: f64, successes: f64, background: f64) -> f64 {
+    if background > 0.0 && background < 1.0 {
+        failed - background / (1.0 - background) * successes
+    } else {
+        failed
     }
 }
 
@@ -448,6 +472,39 @@ mod tests {
         assert_eq!(summarize(&v).median, None);
         assert_eq!(summarize(&[Some(1.0), Some(2.0), None]).median, Some(2.0));
         assert_eq!(summarize(&[]).median, None);
+    }
+
+    /// A run that fails exactly the background's share has no unexplained
+    /// failure, whatever its goodput; the load's failures on top are all
+    /// unexplained; without a background every failure is.
+    #[test]
+    fn unexplained_failures_are_those_beyond_the_background() {
+        let run = |offer: f64, attempts: u64, failures: u64, background: f64| Trace {
+            offers: vec![offer; 10],
+            capacity: vec![100.0; 10],
+            attempts: vec![attempts; 10],
+            failures: vec![failures; 10],
+            background,
+            ..Trace::default()
+        };
+        let oracle = run(95.0, 950, 19, 0.02);
+        // 2 % of 1,000 attempts a window: 200 failed, 9,800 succeeded.
+        let m = measure(&run(100.0, 1000, 20, 0.02), &oracle);
+        assert_eq!(m.failed, 200.0);
+        assert!(m.unexplained.abs() < 1e-9, "{}", m.unexplained);
+        // Half the goodput, the same share: fewer raw failures, still none
+        // unexplained.
+        let m = measure(&run(50.0, 500, 10, 0.02), &oracle);
+        assert_eq!(m.failed, 100.0);
+        assert!(m.unexplained.abs() < 1e-9, "{}", m.unexplained);
+        // 30 more failures a window than the background's: 300 unexplained
+        // (less the background's share of the 300 lost successes: 6.1).
+        let m = measure(&run(100.0, 1000, 50, 0.02), &oracle);
+        assert!((m.unexplained - (500.0 - 0.02 / 0.98 * 9500.0)).abs() < 1e-9);
+        assert!((m.unexplained - 306.1).abs() < 0.1, "{}", m.unexplained);
+        // No background: every failure.
+        let m = measure(&run(100.0, 1000, 20, 0.0), &oracle);
+        assert_eq!(m.unexplained, 200.0);
     }
 
     #[test]

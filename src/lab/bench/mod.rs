@@ -305,6 +305,7 @@ pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, window
         latency_bound: has_latency.then_some(LATENCY_BOUND),
         latency_capacity: latency_capacity(&cfg),
         high: HIGH,
+        background: 0.0,
         figures: controller
             .capacity_figure()
             .map(|_| Vec::with_capacity(windows)),
@@ -312,6 +313,7 @@ pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, window
     };
     // The bench builds only valid configs.
     let mut model = TargetModel::new(cfg).expect("the bench's model configs are valid");
+    trace.background = model.background();
     for _ in 0..windows {
         let capacity = model.capacity();
         let offer = controller.offer(capacity).floor();
@@ -370,6 +372,10 @@ impl Row {
     /// `failed` over seeds.
     pub fn failed(&self) -> Summary {
         self.summary(|m| Some(m.failed))
+    }
+    /// `unexplained` over seeds.
+    pub fn unexplained(&self) -> Summary {
+        self.summary(|m| Some(m.unexplained))
     }
     /// `excess` over seeds.
     pub fn excess(&self) -> Summary {

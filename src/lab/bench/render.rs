@@ -93,6 +93,10 @@ pub struct JsonRow {
     pub failed_median: Option<f64>,
     /// `failed` p90.
     pub failed_p90: Option<f64>,
+    /// `unexplained` median (rounded to 0.1 attempt).
+    pub unexplained_median: Option<f64>,
+    /// `unexplained` p90.
+    pub unexplained_p90: Option<f64>,
     /// `excess` median.
     pub excess_median: Option<f64>,
     /// `excess` p90.
@@ -174,6 +178,8 @@ impl JsonRow {
             converge_p90: c.p90,
             failed_median: f.median,
             failed_p90: f.p90,
+            unexplained_median: row.unexplained().median.map(|v| (v * 10.0).round() / 10.0),
+            unexplained_p90: row.unexplained().p90.map(|v| (v * 10.0).round() / 10.0),
             excess_median: e.median,
             excess_p90: e.p90,
             goodput_median: g.median.map(round4),

@@ -275,6 +275,7 @@ fn metrics(goodput: f64, failed: f64, stalled: f64) -> RunMetrics {
     RunMetrics {
         converge: Some(1.0),
         failed,
+        unexplained: failed,
         excess: 0.0,
         goodput,
         cv: 0.0,
@@ -289,6 +290,56 @@ fn metrics(goodput: f64, failed: f64, stalled: f64) -> RunMetrics {
         failed_per_touch: 0.0,
         stalled,
     }
+}
+
+/// On a model with a background, raw failures grow with goodput: the
+/// issue's goal gives the model to a rival with less goodput and more
+/// failures of its own making, the second reading to the profile.
+#[test]
+fn the_second_reading_counts_only_the_failures_the_background_does_not_explain() {
+    let m = BenchModel::with(ModelKind::Rejector, 1000.0, 0.03);
+    // (goodput, raw failed, unexplained)
+    let row = |controller, goodput: f64, failed: f64, unexplained: f64| Row {
+        model: m,
+        controller,
+        seeds: 1,
+        runs: vec![RunMetrics {
+            unexplained,
+            ..metrics(goodput, failed, 0.0)
+        }],
+    };
+    let report = Report {
+        plan: BenchPlan {
+            models: vec![m],
+            family: Some(Family::Noise),
+            controllers: vec![],
+            seeds: 1,
+            windows: 150,
+            figures: false,
+        },
+        rows: vec![
+            row(ControllerKind::Governor, 0.92, 4300.0, 200.0),
+            row(ControllerKind::GovernorRobust, 0.99, 4500.0, 250.0),
+            row(ControllerKind::GovernorGentle, 1.0, 4520.0, 90.0),
+            row(ControllerKind::Aimd, 0.91, 4250.0, 300.0),
+        ],
+    };
+    let literal = &goals_of(&report, Profile::Gentle)[0];
+    assert_eq!(literal.fewest_failed, Some((ControllerKind::Aimd, 4250.0)));
+    assert!(!literal.met);
+    let second = &super::goals::goals_unexplained(&report, Profile::Gentle)[0];
+    assert_eq!(
+        second.fewest_failed,
+        Some((ControllerKind::GovernorGentle, 90.0))
+    );
+    assert!(second.met);
+    let line = super::family::unexplained_line(&report);
+    assert!(
+        line.ends_with(
+            "robust meets it on 0 of 1 (missed: rejector n=1000 bg=3%); gentle meets it on 1 of 1."
+        ),
+        "{line}"
+    );
 }
 
 #[test]

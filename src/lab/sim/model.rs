@@ -211,6 +211,12 @@ impl TargetModel {
         self.tick
     }
 
+    /// The load-independent failure probability folded into every attempt
+    /// (`noise`, and `noisy`'s own 2 %).
+    pub fn background(&self) -> f64 {
+        self.background
+    }
+
     /// The true capacity (workers) that the next tick will have.
     pub fn capacity(&self) -> f64 {
         let c = self.cfg.capacity;
