@@ -435,7 +435,7 @@ impl TargetReport {
                         ),
                         verdicts::latest_clean_level(&history)
                             .and_then(|clean| verdicts::dead_band(&history, s, figure, clean))
-                            .map(|b| verdicts::dead_band_sentence(figure, &b))
+                            .map(|b| b.sentence(&short(figure)))
                             .unwrap_or_default(),
                     )
                 } else {

@@ -152,8 +152,8 @@ mod tests;
 /// pooled a failure ratio significantly (at [`DEAD_BAND_ALPHA`])
 /// above `clean_below`, the clean level the verdicts used (`robust` and
 /// `gentle` only: [`latest_clean_level`]), below which the governor climbs.
-/// The report words it ([`dead_band_sentence`]); the live figure carries
-/// it as a value.
+/// The report and the figure's log line word it ([`DeadBand::sentence`]);
+/// the live figure carries it as a value.
 ///
 /// Why it exists: a target that fails a few percent whatever the load
 /// holds the governor in the dead band far below its wall when the
@@ -204,18 +204,6 @@ pub(crate) fn latest_clean_level(history: &[WindowRecord]) -> Option<f64> {
         .iter()
         .rev()
         .find_map(|r| r.confidence.as_ref().map(|c| c.clean_below))
-}
-
-/// The report's words for [`dead_band`]: why it held, and the way out.
-pub(crate) fn dead_band_sentence(figure: f64, band: &DeadBand) -> String {
-    let share = pct(band.failure_ratio);
-    format!(
-        "; it held in the dead band: its offers up to {} failed {share} of their attempts ({:.0} of {:.0}), significantly above the clean level {} (the governor climbs only on windows below it). If the target fails about {share} whatever the load, set `low` above that share to measure past it",
-        super::short(figure),
-        band.failures,
-        band.attempts,
-        pct(band.clean_below)
-    )
 }
 
 /// The significance at which the levels up to a figure fail more than the

@@ -74,6 +74,20 @@ pub struct DeadBand {
     pub clean_below: f64,
 }
 
+impl DeadBand {
+    /// Why the figure (as written, `figure`) held, and the way out: the
+    /// clause the report's verdict and the figure's log line end with.
+    pub fn sentence(&self, figure: &str) -> String {
+        let share = crate::governor::pct(self.failure_ratio);
+        format!(
+            "; it held in the dead band: its offers up to {figure} failed {share} of their attempts ({:.0} of {:.0}), significantly above the clean level {} (the governor climbs only on windows below it). If the target fails about {share} whatever the load, set `low` above that share to measure past it",
+            self.failures,
+            self.attempts,
+            crate::governor::pct(self.clean_below)
+        )
+    }
+}
+
 impl CapacityEstimate {
     /// The figure, when there is one.
     pub fn figure(&self) -> Option<&CapacityFigure> {

@@ -122,13 +122,10 @@ impl Exporter {
                 match (estimate.state(), estimate.figure()) {
                     (Some(state), Some(f)) => {
                         m.capacity.get_or_create(&series(state)).set(f.offer);
-                        let band = f.dead_band.map(|b| format!(
-                            "; it holds in the dead band: its offers up to it failed {} of their attempts ({:.0} of {:.0}), above the clean level {}. If the target fails about that whatever the load, set `low` above it to measure past it",
-                            crate::governor::pct(b.failure_ratio),
-                            b.failures,
-                            b.attempts,
-                            crate::governor::pct(b.clean_below)
-                        )).unwrap_or_default();
+                        let band = f
+                            .dead_band
+                            .map(|b| b.sentence(&offer(knob, f.offer)))
+                            .unwrap_or_default();
                         info!(target = %name, capacity = f.offer, state,
                             "{name}: capacity {} {knob} ({}, failure ratio {} [{}–{}] over {} window{}){band}",
                             offer(knob, f.offer),
