@@ -21,9 +21,9 @@ use clap::ValueEnum;
 use serde::{Serialize, Serializer};
 
 use super::goals::{fewest_failed, goals_of, goals_unexplained, GOAL_GOODPUT};
-use super::metrics::TAIL;
+use super::metrics::{TAIL, WRONG_BAND};
 use super::render::{markdown, render_goals};
-use super::{ControllerKind, Report, Summary};
+use super::{ControllerKind, Report, Row, Summary};
 use crate::governor::Profile;
 use crate::lab::sim::model::ModelKind;
 
@@ -265,6 +265,7 @@ pub fn render_family(report: &Report, family: Family) -> String {
         counts.join(", ")
     );
     let _ = writeln!(out, "\n{}", stalls_line(report, &controllers));
+    let _ = writeln!(out, "\n{}", wrong_figures_line(report, &controllers));
     for profile in [Profile::Robust, Profile::Gentle] {
         render_goals(&mut out, &goals_of(report, profile), profile);
     }
@@ -310,7 +311,35 @@ pub fn unexplained_line(report: &Report) -> String {
 /// half the capacity), per model, where any did: a stall on a few seeds
 /// moves no median.
 pub fn stalls_line(report: &Report, controllers: &[ControllerKind]) -> String {
-    let stalls: Vec<String> = report
+    let head = format!(
+        "Stalled seeds (the median offer of the last {TAIL} windows at most half the capacity), of {}",
+        report.plan.seeds
+    );
+    seeds_line(report, controllers, &head, |r| Some(r.stalled_seeds()))
+}
+
+/// The seeds on which a governor's last live figure was wrong (it says a
+/// bound binds there, yet lies more than 15 % from the true capacity), per
+/// model, where any was: a wrong report on a few seeds moves no median.
+pub fn wrong_figures_line(report: &Report, controllers: &[ControllerKind]) -> String {
+    let head = format!(
+        "Wrong figures (the last live figure says the bound binds there, but lies more than \
+         {:.0} % from the true capacity), of {}",
+        WRONG_BAND * 100.0,
+        report.plan.seeds
+    );
+    seeds_line(report, controllers, &head, Row::wrong_figures)
+}
+
+/// `head`, then per model each controller (the oracle aside) with a
+/// nonzero `count` of seeds, or "none".
+fn seeds_line(
+    report: &Report,
+    controllers: &[ControllerKind],
+    head: &str,
+    count: impl Fn(&Row) -> Option<usize>,
+) -> String {
+    let hits: Vec<String> = report
         .plan
         .models
         .iter()
@@ -323,21 +352,17 @@ pub fn stalls_line(report: &Report, controllers: &[ControllerKind]) -> String {
                         .rows
                         .iter()
                         .find(|r| r.model == m && r.controller == c)?;
-                    let n = r.stalled_seeds();
+                    let n = count(r)?;
                     (n > 0).then(|| format!("{c} {n}"))
                 })
                 .collect();
             (!hit.is_empty()).then(|| format!("{m}: {}", hit.join(", ")))
         })
         .collect();
-    let head = format!(
-        "Stalled seeds (the median offer of the last {TAIL} windows at most half the capacity), of {}",
-        report.plan.seeds
-    );
-    if stalls.is_empty() {
+    if hits.is_empty() {
         format!("{head}: none.")
     } else {
-        format!("{head}: {}.", stalls.join("; "))
+        format!("{head}: {}.", hits.join("; "))
     }
 }
 

@@ -25,6 +25,7 @@
 //! | `to_figure` | governors only: windows until the live capacity estimate (the engine's [`crate::report::live::LiveCapacity`], fed each window's outcome) has a figure within ±[`FIGURE_BAND`] (10 %) of the true capacity and keeps one in every later window: the first window `t` from which every figure is in band, counted as `t + 1`; *never* when the last window's is not. The true capacity is `C_t`, or the latency capacity for a governor with the latency bound |
 //! | `touches` | wall touches: maximal runs of consecutive windows whose failure fraction is above `high` (a window without attempts ends a run) |
 //! | `failed_per_touch` | the failed attempts in those windows over the number of touches (0 for a run that never touches the wall) |
+//! | `wrong_figure` | governors only: 1 when the last window's live capacity figure says a bound binds there (steady, and not a lower bound: what a user takes for the capacity) and lies more than [`WRONG_BAND`] (15 %) from the true capacity of that window (the latency capacity for a governor with the latency bound), else 0: a wrong report, which the figure's times cannot show (a figure that is never in band may be an honest lower bound) |
 //! | `stalled` | 1 when the steady offer (the median offer of the last [`TAIL`] windows) is at most [`STALL_SHARE`] (half) of the median true capacity over those windows, else 0: a run held far below the wall, which the medians over seeds cannot show when only some seeds do it |
 //!
 //! Over seeds: the median (the mean of the middle two for an even count)
@@ -47,6 +48,10 @@ pub const STALL_SHARE: f64 = 0.5;
 /// Half-width of the band around the true capacity that a capacity figure
 /// must stay within for `to_figure`.
 pub const FIGURE_BAND: f64 = 0.10;
+/// A figure that says a bound binds there is wrong beyond this share of
+/// the true capacity: the ±15 % that the real-tool tests allow a report's
+/// figure (tests/support/goals.rs, `assert_honest_figure`).
+pub const WRONG_BAND: f64 = 0.15;
 
 /// One run, window by window.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -79,6 +84,9 @@ pub struct Trace {
     /// Whether the figures estimate the latency capacity (a governor with
     /// the latency bound) rather than `capacity`.
     pub figures_of_latency: bool,
+    /// The last live figure, when it says a bound binds there
+    /// ([`super::controllers::Controller::capacity_claim`]).
+    pub claim: Option<f64>,
 }
 
 impl Trace {
@@ -124,6 +132,10 @@ pub struct RunMetrics {
     pub failed_per_touch: f64,
     /// 1 when the run stalled far below the wall ([`STALL_SHARE`]), else 0.
     pub stalled: f64,
+    /// 1 when the last figure says a bound binds there and lies beyond
+    /// [`WRONG_BAND`] of the true capacity, else 0; `None` for a
+    /// controller without an estimate.
+    pub wrong_figure: Option<f64>,
 }
 
 /// Scores `run` against the oracle's run on the same model and seed.
@@ -170,7 +182,23 @@ pub fn measure(run: &Trace, oracle: &Trace) -> RunMetrics {
             (Some(o), Some(c)) if o <= STALL_SHARE * c => 1.0,
             _ => 0.0,
         },
+        wrong_figure: run.figures.as_ref().map(|_| {
+            let truth = match run.latency_capacity {
+                Some(cap) if run.figures_of_latency => Some(cap),
+                _ => run.capacity.last().copied(),
+            };
+            match (run.claim, truth) {
+                (Some(claim), Some(truth)) if wrong_figure(claim, truth) => 1.0,
+                _ => 0.0,
+            }
+        }),
     }
+}
+
+/// `wrong_figure`: whether a figure that says a bound binds at `claim`
+/// lies more than [`WRONG_BAND`] from the true capacity `truth`.
+pub fn wrong_figure(claim: f64, truth: f64) -> bool {
+    (claim - truth).abs() > WRONG_BAND * truth
 }
 
 /// `unexplained`: the failed attempts beyond what a background failure
@@ -578,6 +606,38 @@ mod tests {
             to_figure(&[Some(50.0), Some(100.0)], &[50.0, 100.0]),
             Some(1.0)
         );
+    }
+
+    /// A figure that says the bound binds is wrong beyond ±15 % of the
+    /// last window's true capacity (or the latency capacity); a lower bound
+    /// (no claim) never is; a controller without an estimate has no value.
+    #[test]
+    fn a_wrong_figure_claims_a_binding_bound_beyond_15_percent() {
+        assert!(!wrong_figure(85.0, 100.0) && !wrong_figure(115.0, 100.0));
+        assert!(wrong_figure(84.0, 100.0) && wrong_figure(116.0, 100.0));
+        let run = |claim: Option<f64>, figures: bool| Trace {
+            offers: vec![100.0; 3],
+            capacity: vec![40.0, 40.0, 100.0],
+            attempts: vec![100; 3],
+            failures: vec![0; 3],
+            figures: figures.then(|| vec![claim; 3]),
+            claim,
+            ..Trace::default()
+        };
+        let oracle = run(None, false);
+        let m = |claim, figures| measure(&run(claim, figures), &oracle).wrong_figure;
+        // Against the last window's capacity (100), not an earlier one.
+        assert_eq!(m(Some(40.0), true), Some(1.0));
+        assert_eq!(m(Some(95.0), true), Some(0.0));
+        assert_eq!(m(None, true), Some(0.0), "a lower bound claims nothing");
+        assert_eq!(m(Some(40.0), false), None, "no estimate kept");
+        // With the latency bound, against the latency capacity.
+        let latency = Trace {
+            latency_capacity: Some(160.0),
+            figures_of_latency: true,
+            ..run(Some(100.0), true)
+        };
+        assert_eq!(measure(&latency, &oracle).wrong_figure, Some(1.0));
     }
 
     #[test]

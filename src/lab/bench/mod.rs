@@ -310,6 +310,7 @@ pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, window
             .capacity_figure()
             .map(|_| Vec::with_capacity(windows)),
         figures_of_latency: controller.reads_latency(),
+        claim: None,
     };
     // The bench builds only valid configs.
     let mut model = TargetModel::new(cfg).expect("the bench's model configs are valid");
@@ -343,6 +344,7 @@ pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, window
         }
     }
     trace.memory_clears = controller.memory_clears();
+    trace.claim = controller.capacity_claim();
     trace
 }
 
@@ -436,6 +438,13 @@ impl Row {
     /// How many seeds `stalled`.
     pub fn stalled_seeds(&self) -> usize {
         self.runs.iter().filter(|m| m.stalled > 0.0).count()
+    }
+    /// How many seeds ended on a `wrong_figure` (`None` for a controller
+    /// without an estimate).
+    pub fn wrong_figures(&self) -> Option<usize> {
+        let v: Option<Vec<f64>> = self.runs.iter().map(|m| m.wrong_figure).collect();
+        v.filter(|v| !v.is_empty())
+            .map(|v| v.iter().filter(|&&w| w > 0.0).count())
     }
 
     /// `failed_per_touch` over seeds.

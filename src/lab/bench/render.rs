@@ -154,6 +154,10 @@ pub struct JsonRow {
     /// The share of runs whose `to_figure` is never (governors only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_figure_never: Option<f64>,
+    /// The runs whose last figure says a bound binds there but lies
+    /// beyond 15 % of the true capacity (governors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrong_figures: Option<usize>,
 }
 
 impl JsonRow {
@@ -205,6 +209,7 @@ impl JsonRow {
             to_figure_median: row.to_figure().map(|s| s.median),
             to_figure_p90: row.to_figure().map(|s| s.p90),
             to_figure_never: row.never_figure().map(round4),
+            wrong_figures: row.wrong_figures(),
         }
     }
 }
@@ -324,7 +329,9 @@ fn render_touches(out: &mut String, report: &Report) {
     out.push_str(
         "\nWall touches (runs of windows over high) and the live capacity figure: median / p90; \
          to figure: windows until the figure is within ±10 % of the true capacity for good \
-         (governors only), never: the share of runs where that never happens.\n\n",
+         (governors only), never: the share of runs where that never happens; wrong: the runs \
+         whose last figure says the bound binds there (not a lower bound) but lies more than \
+         15 % from the true capacity.\n\n",
     );
     let header = [
         "model",
@@ -333,6 +340,7 @@ fn render_touches(out: &mut String, report: &Report) {
         "failed / touch",
         "to figure",
         "never",
+        "wrong",
     ];
     let rows: Vec<Vec<String>> = report
         .rows
@@ -346,6 +354,8 @@ fn render_touches(out: &mut String, report: &Report) {
                 row.to_figure().map_or("-".to_owned(), |s| pair(s, 0)),
                 row.never_figure()
                     .map_or("-".to_owned(), |n| format!("{:.0} %", n * 100.0)),
+                row.wrong_figures()
+                    .map_or("-".to_owned(), |n| format!("{n} of {}", row.runs.len())),
             ]
         })
         .collect();

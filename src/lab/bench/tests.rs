@@ -228,6 +228,12 @@ fn json_has_one_object_per_row_with_every_metric() {
             }
         }
         assert!(obj["goodput_median"].is_number());
+        // Only the governors keep a live figure, so only they can be wrong.
+        assert_eq!(
+            obj["wrong_figures"].is_u64(),
+            row.controller.profile().is_some(),
+            "{obj}"
+        );
     }
     // One object per line inside the array.
     assert_eq!(text.lines().count(), report.rows.len() + 2);
@@ -289,6 +295,7 @@ fn metrics(goodput: f64, failed: f64, stalled: f64) -> RunMetrics {
         touches: 0.0,
         failed_per_touch: 0.0,
         stalled,
+        wrong_figure: None,
     }
 }
 
@@ -796,4 +803,81 @@ fn the_stall_line_counts_stalled_seeds_per_controller() {
     );
     report.rows[0] = row(ControllerKind::GovernorGentle, &[0.0, 0.0, 0.0]);
     assert!(crate::lab::bench::family::stalls_line(&report, &all).ends_with("of 3: none."));
+}
+
+/// The family's wrong-figure line names each governor whose last figure
+/// was wrong on some seeds, with how many; a controller without an
+/// estimate is left out; no wrong figure says "none".
+#[test]
+fn the_wrong_figures_line_counts_seeds_per_governor() {
+    let run = |wrong: Option<f64>| RunMetrics {
+        wrong_figure: wrong,
+        ..metrics(1.0, 0.0, 0.0)
+    };
+    let row = |controller, wrong: &[Option<f64>]| Row {
+        model: ModelKind::Bursts.into(),
+        controller,
+        seeds: wrong.len() as u64,
+        runs: wrong.iter().map(|&w| run(w)).collect(),
+    };
+    let mut report = Report {
+        plan: BenchPlan {
+            models: vec![ModelKind::Bursts.into()],
+            family: None,
+            controllers: vec![],
+            seeds: 3,
+            windows: 100,
+            figures: true,
+        },
+        rows: vec![
+            row(
+                ControllerKind::GovernorGentle,
+                &[Some(1.0), Some(0.0), Some(1.0)],
+            ),
+            row(ControllerKind::Aimd, &[None, None, None]),
+        ],
+    };
+    let all = [ControllerKind::GovernorGentle, ControllerKind::Aimd];
+    assert_eq!(report.rows[1].wrong_figures(), None);
+    assert_eq!(
+        crate::lab::bench::family::wrong_figures_line(&report, &all),
+        "Wrong figures (the last live figure says the bound binds there, but lies more than \
+         15 % from the true capacity), of 3: bursts: governor-gentle 2."
+    );
+    report.rows[0] = row(ControllerKind::GovernorGentle, &[Some(0.0); 3]);
+    assert!(crate::lab::bench::family::wrong_figures_line(&report, &all).ends_with("of 3: none."));
+}
+
+/// The live figure must not name a wrong capacity: a figure that says the
+/// failure bound binds there lies within 15 % of the true capacity.
+///
+/// A KNOWN MISS, recorded as one (issue 30 is open; docs/BENCHMARKS.md,
+/// "Wrong figures"): on `bursts` at 150 windows, gentle ends 4 of 30 seeds
+/// on a figure that a load-independent burst bracketed (seed 5: capacity
+/// 150, figure 3, the level above it breached in a burst and the run
+/// never climbed back). When the report tells such a bracket from a wall
+/// it fails by passing: remove `should_panic`.
+#[test]
+#[should_panic(expected = "wrong capacity figure")]
+fn gentle_names_no_wrong_capacity_on_bursts_known_miss() {
+    const WINDOWS: usize = 150;
+    let mut wrong = Vec::new();
+    for seed in 1..=30u64 {
+        let mut c = ControllerKind::GovernorGentle.build(&params());
+        c.keep_figures();
+        let t = simulate(
+            c.as_mut(),
+            model_config(ModelKind::Bursts, seed, WINDOWS),
+            WINDOWS,
+        );
+        let truth = t.capacity[WINDOWS - 1];
+        if let Some(claim) = t.claim.filter(|&f| metrics::wrong_figure(f, truth)) {
+            wrong.push((seed, claim, truth));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "gentle ended on a wrong capacity figure on {} of 30 seeds (seed, figure, capacity): {wrong:?}",
+        wrong.len()
+    );
 }

@@ -11,7 +11,7 @@ use crate::governor::latency_bound::LatencyWindow;
 use crate::governor::{Outcome, Params, Profile, ThrottleGovernor};
 use crate::report::live::LiveCapacity;
 use crate::report::SteadyRule;
-use crate::telemetry::{LatencyBoundStatus, WindowRecord};
+use crate::telemetry::{CapacityEstimate, LatencyBoundStatus, WindowRecord};
 
 /// The real [`ThrottleGovernor`], fed one window's deltas at a time. The
 /// committed offer is what it decided (the simulated tool never refuses a
@@ -26,7 +26,8 @@ pub struct Governor {
     clears: u64,
     /// The live estimate, once [`Controller::keep_figures`] asked for it.
     live: Option<LiveCapacity>,
-    figure: Option<f64>,
+    /// The live estimate after the last window.
+    estimate: CapacityEstimate,
     window: u64,
 }
 
@@ -38,7 +39,7 @@ impl Governor {
             latency: None,
             clears: 0,
             live: None,
-            figure: None,
+            estimate: CapacityEstimate::None,
             window: 0,
         }
     }
@@ -76,7 +77,7 @@ impl Controller for Governor {
         if let Some(live) = self.live.as_mut() {
             let record = WindowRecord::of_outcome(&o, self.window as f64, 1.0, false, None);
             self.window += 1;
-            self.figure = live.push(&record).figure().map(|f| f.offer);
+            self.estimate = live.push(&record);
         }
     }
 
@@ -97,7 +98,16 @@ impl Controller for Governor {
     }
 
     fn capacity_figure(&self) -> Option<Option<f64>> {
-        self.live.as_ref().map(|_| self.figure)
+        self.live
+            .as_ref()
+            .map(|_| self.estimate.figure().map(|f| f.offer))
+    }
+
+    fn capacity_claim(&self) -> Option<f64> {
+        match self.estimate {
+            CapacityEstimate::Steady(f) if !f.lower_bound => Some(f.offer),
+            _ => None,
+        }
     }
 
     fn reads_latency(&self) -> bool {

@@ -143,6 +143,14 @@ pub trait Controller {
         None
     }
 
+    /// The live figure after the last window observed when it says a
+    /// bound binds there (steady, and not a lower bound): what a user
+    /// reading it takes for the target's capacity. `None` otherwise, and
+    /// for a controller that keeps no estimate.
+    fn capacity_claim(&self) -> Option<f64> {
+        None
+    }
+
     /// Whether the controller reads the latency: its capacity figure is
     /// then the latency capacity's.
     fn reads_latency(&self) -> bool {
