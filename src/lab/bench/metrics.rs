@@ -35,6 +35,8 @@
 
 use serde::Serialize;
 
+use super::controllers::StepNote;
+
 /// Half-width of the convergence band around the oracle's offer.
 pub const CONVERGE_BAND: f64 = 0.10;
 /// Consecutive in-band windows that count as converged.
@@ -87,6 +89,9 @@ pub struct Trace {
     /// The last live figure, when it says a bound binds there
     /// ([`super::controllers::Controller::capacity_claim`]).
     pub claim: Option<f64>,
+    /// What each window decided and by which rule (governors only; `None`
+    /// for the other controllers).
+    pub steps: Vec<Option<StepNote>>,
 }
 
 impl Trace {

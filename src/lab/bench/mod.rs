@@ -136,7 +136,9 @@ pub struct BenchArgs {
     pub profile: Option<Profile>,
     /// Instead of the metrics, print every window of this seed's runs as
     /// JSON Lines (model, controller, window, capacity, offer, attempts,
-    /// failures): to see which rule caused a number.
+    /// failures; for a governor also its decision, the rule behind it in
+    /// the report's words, and last_bad): to see which rule caused a
+    /// number.
     #[arg(long, value_name = "SEED")]
     pub trace: Option<u64>,
 }
@@ -311,6 +313,7 @@ pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, window
             .map(|_| Vec::with_capacity(windows)),
         figures_of_latency: controller.reads_latency(),
         claim: None,
+        steps: Vec::with_capacity(windows),
     };
     // The bench builds only valid configs.
     let mut model = TargetModel::new(cfg).expect("the bench's model configs are valid");
@@ -337,6 +340,7 @@ pub(crate) fn simulate(controller: &mut dyn Controller, cfg: ModelConfig, window
             failures: r.failures,
             latency,
         });
+        trace.steps.push(controller.last_step());
         if let (Some(figures), Some(figure)) =
             (trace.figures.as_mut(), controller.capacity_figure())
         {

@@ -40,6 +40,17 @@ pub struct TraceRow {
     /// The window's p99 in base latencies (models with a latency only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<f64>,
+    /// Governors only: `up`, `down` or `hold`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<&'static str>,
+    /// Governors only: the rule behind the decision, in the report's
+    /// words (the mode, or the hold reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'static str>,
+    /// Governors only: the congestion memory after the window (absent
+    /// when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_bad: Option<f64>,
 }
 
 /// Every window of `seed`'s runs in the plan, as JSON Lines.
@@ -55,6 +66,7 @@ pub fn render_trace(plan: &BenchPlan, seed: u64) -> String {
             let mut c = controller.build(&p);
             let t = simulate(c.as_mut(), cfg, plan.windows);
             for window in 0..t.offers.len() {
+                let step = t.steps.get(window).copied().flatten();
                 let row = TraceRow {
                     model,
                     controller,
@@ -64,6 +76,9 @@ pub fn render_trace(plan: &BenchPlan, seed: u64) -> String {
                     attempts: t.attempts[window],
                     failures: t.failures[window],
                     latency: t.latency.get(window).copied().flatten(),
+                    decision: step.map(|s| s.decision),
+                    rule: step.map(|s| s.rule),
+                    last_bad: step.and_then(|s| s.last_bad),
                 };
                 // Numbers and strings only: serialization cannot fail.
                 out.push_str(&serde_json::to_string(&row).expect("a trace row serializes"));

@@ -881,3 +881,65 @@ fn gentle_names_no_wrong_capacity_on_bursts_known_miss() {
         wrong.len()
     );
 }
+
+/// A governor's trace rows say what each window decided, by which rule (the
+/// report's words) and with which congestion memory; other controllers'
+/// rows carry none of it.
+#[test]
+fn a_governors_trace_names_the_rule_of_every_window() {
+    let plan = BenchArgs {
+        models: vec![ModelKind::Rejector],
+        controllers: vec![ControllerKind::GovernorGentle, ControllerKind::Aimd],
+        seeds: 1,
+        windows: 60,
+        ..BenchArgs::default()
+    }
+    .plan()
+    .unwrap();
+    let rows: Vec<serde_json::Value> = render_trace(&plan, 1)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let gentle: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["controller"] == "governor-gentle")
+        .collect();
+    assert_eq!(gentle.len(), 60);
+    // The opening doubles from 1: up, climbing, no memory yet.
+    assert_eq!(
+        (
+            &gentle[0]["decision"],
+            &gentle[0]["rule"],
+            gentle[0].get("last_bad")
+        ),
+        (&"up".into(), &"climbing".into(), None),
+        "{}",
+        gentle[0]
+    );
+    // The first back-off sets the memory to the offer it backed off from,
+    // and the next window's offer is lower.
+    let down = gentle
+        .iter()
+        .position(|r| r["decision"] == "down")
+        .expect("the opening overshoots the wall and backs off");
+    assert_eq!(gentle[down]["rule"], "backing-off", "{}", gentle[down]);
+    assert_eq!(gentle[down]["last_bad"], gentle[down]["offer"]);
+    assert!(gentle[down + 1]["offer"].as_f64() < gentle[down]["offer"].as_f64());
+    // Every window has a decision and a rule, and they agree with the next
+    // window's offer.
+    for w in gentle.windows(2) {
+        let (now, next) = (w[0]["offer"].as_f64(), w[1]["offer"].as_f64());
+        let expect = match w[0]["decision"].as_str() {
+            Some("up") => next > now,
+            Some("down") => next < now,
+            Some("hold") => next == now,
+            other => panic!("decision {other:?} in {}", w[0]),
+        };
+        assert!(expect && w[0]["rule"].is_string(), "{} then {}", w[0], w[1]);
+    }
+    for r in rows.iter().filter(|r| r["controller"] == "aimd") {
+        for key in ["decision", "rule", "last_bad"] {
+            assert!(r.get(key).is_none(), "{r}");
+        }
+    }
+}

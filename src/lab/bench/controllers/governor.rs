@@ -6,7 +6,7 @@
 //!
 //! What it may touch: [`crate::governor`] and [`crate::report::live`]; no I/O, no clock.
 
-use super::{Controller, LatencyBound, WindowResult};
+use super::{Controller, LatencyBound, StepNote, WindowResult};
 use crate::governor::latency_bound::LatencyWindow;
 use crate::governor::{Outcome, Params, Profile, ThrottleGovernor};
 use crate::report::live::LiveCapacity;
@@ -28,6 +28,8 @@ pub struct Governor {
     live: Option<LiveCapacity>,
     /// The live estimate after the last window.
     estimate: CapacityEstimate,
+    /// What the last window decided.
+    note: Option<StepNote>,
     window: u64,
 }
 
@@ -40,6 +42,7 @@ impl Governor {
             clears: 0,
             live: None,
             estimate: CapacityEstimate::None,
+            note: None,
             window: 0,
         }
     }
@@ -74,9 +77,14 @@ impl Controller for Governor {
         if o.memory_cleared {
             self.clears += 1;
         }
+        let record = WindowRecord::of_outcome(&o, self.window as f64, 1.0, false, None);
+        self.window += 1;
+        self.note = Some(StepNote {
+            decision: record.decision,
+            rule: record.label,
+            last_bad: o.last_bad,
+        });
         if let Some(live) = self.live.as_mut() {
-            let record = WindowRecord::of_outcome(&o, self.window as f64, 1.0, false, None);
-            self.window += 1;
             self.estimate = live.push(&record);
         }
     }
@@ -101,6 +109,10 @@ impl Controller for Governor {
         self.live
             .as_ref()
             .map(|_| self.estimate.figure().map(|f| f.offer))
+    }
+
+    fn last_step(&self) -> Option<StepNote> {
+        self.note
     }
 
     fn capacity_claim(&self) -> Option<f64> {

@@ -117,6 +117,19 @@ impl WindowResult {
     }
 }
 
+/// What one governor window decided and by which rule: the report's
+/// history words, so a trace reads like a run's report.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepNote {
+    /// `up`, `down` or `hold`.
+    pub decision: &'static str,
+    /// The mode (`climbing`, `probing`, `backing-off`, ...) or the hold
+    /// reason (`gathering`, `dwelling`, `dead-band`, ...).
+    pub rule: &'static str,
+    /// The congestion memory after the window.
+    pub last_bad: Option<f64>,
+}
+
 /// A controller of one knob, one window at a time.
 pub trait Controller {
     /// The offer for the coming window, in workers (within the bounds; the
@@ -148,6 +161,12 @@ pub trait Controller {
     /// reading it takes for the target's capacity. `None` otherwise, and
     /// for a controller that keeps no estimate.
     fn capacity_claim(&self) -> Option<f64> {
+        None
+    }
+
+    /// What the last window decided and by which rule, in the words of
+    /// the report's history (governors only: `bench --trace` prints it).
+    fn last_step(&self) -> Option<StepNote> {
         None
     }
 
