@@ -250,22 +250,44 @@ pub fn binding(
 /// capacity among the latest evidence windows (at most [`MAX_PERIOD`],
 /// pooled at the period's level width) did, and lies at most
 /// [`BRACKET_LEVELS`] levels above it. An opening overshoot far past the
-/// wall brackets nothing near the figure.
+/// wall brackets nothing near the figure. And no higher level among those
+/// windows held within the bound ([`held_above`]).
 pub fn failures_crossed_above(steady: &Steady, history: &[WindowRecord], high: f64) -> bool {
-    let Some(c) = steady.evidence.capacity.as_ref() else {
-        return false;
-    };
+    failing_above(steady, history, high).is_some() && held_above(steady, history, high).is_none()
+}
+
+/// The level just above the figure that failed more than `high`, as
+/// [`failures_crossed_above`] finds it, whether or not a higher level
+/// contradicts it.
+fn failing_above(steady: &Steady, history: &[WindowRecord], high: f64) -> Option<LevelStats> {
+    let c = steady.evidence.capacity.as_ref()?;
     if let Some(u) = &steady.evidence.next_step_up {
-        return u.failure_ratio > high;
+        return (u.failure_ratio > high).then(|| u.clone());
     }
     let width = steady.settled.level_width;
     let evidence = latest_evidence(history);
     pool(&evidence, width, high, None)
-        .iter()
+        .into_iter()
         .find(|l| l.offer_min > c.offer_max)
-        .is_some_and(|l| {
-            l.failure_ratio > high && l.offer_min <= c.offer_max + BRACKET_LEVELS * width
-        })
+        .filter(|l| l.failure_ratio > high && l.offer_min <= c.offer_max + BRACKET_LEVELS * width)
+}
+
+/// A level above the failing one just above the figure that held within
+/// the bound for [`MIN_LEVEL_WINDOWS`] windows or more, among the latest
+/// evidence windows (the highest such level): the run's own evidence says
+/// the target carried more than where the bound would bind. Either the
+/// capacity moved (it fell since), or the failures above the figure were
+/// not the load's (a burst); either way the figure is only a lower bound.
+/// Issue 30: a load-independent burst on a probe's window made the bench's
+/// gentle governor name 3 workers the capacity of a 150-worker target.
+pub fn held_above(steady: &Steady, history: &[WindowRecord], high: f64) -> Option<LevelStats> {
+    let failing = failing_above(steady, history, high)?;
+    let width = steady.settled.level_width;
+    let evidence = latest_evidence(history);
+    pool(&evidence, width, high, None)
+        .into_iter()
+        .rev()
+        .find(|l| l.offer_min > failing.offer_max && qualifies(l))
 }
 
 /// How far above a figure, in levels (probe steps), a failing level seen
@@ -427,12 +449,19 @@ impl TargetReport {
                         None => "; no higher offer in the settled period".to_string(),
                     },
                 };
+                let held = held_above(s, &history, high);
                 let (lower, band) = if bind == Some("neither") {
                     (
-                        format!(
-                            " (a lower bound: no higher offer in the settled period failed more than {})",
-                            pct(high)
-                        ),
+                        match &held {
+                            Some(l) => format!(
+                                " (a lower bound: {} held within the bound above the offers that failed, so the capacity has moved or those failures were not the load's)",
+                                level_offers(l)
+                            ),
+                            None => format!(
+                                " (a lower bound: no higher offer in the settled period failed more than {})",
+                                pct(high)
+                            ),
+                        },
                         verdicts::latest_clean_level(&history)
                             .and_then(|clean| verdicts::dead_band(&history, s, figure, clean))
                             .map(|b| b.sentence(&short(figure)))

@@ -391,6 +391,58 @@ fn a_failed_level_just_above_the_figure_before_the_period_still_binds() {
     assert!(r.verdict.contains("(a lower bound"), "{}", r.verdict);
 }
 
+/// A breach just above the figure that a higher level, held within the
+/// bound among the same evidence windows, contradicts binds nothing: the
+/// capacity moved, or the failures were a burst's. The report says which
+/// level held, and the live figure is a lower bound too. Issue 30: the
+/// bench's gentle governor named 74 workers the capacity of an 89-worker
+/// target after a burst landed on its probe at 75 (`bursts` seed 27).
+#[test]
+fn a_breach_above_the_figure_that_a_higher_held_level_contradicts_binds_nothing() {
+    let run = |held: bool| {
+        let mut h = vec![rec(0.0, 20.0, 200.0, 0.0, "up")];
+        if held {
+            // The run held 89 clean for a while before the burst.
+            h.extend((0..6).map(|i| rec(1.0 + f64::from(i), 89.0, 890.0, 0.0, "hold")));
+        }
+        let t0 = h.len() as f64;
+        h.push(rec(t0, 74.0, 740.0, 0.0, "up"));
+        // The probe's window at 75 carries a burst: 30 % of its attempts.
+        h.push(rec(t0 + 1.0, 75.0, 750.0, 225.0, "down"));
+        h.extend((0..12).map(|i| rec(t0 + 2.0 + f64::from(i), 74.0, 740.0, 0.0, "hold")));
+        h
+    };
+    let r = report(run(false));
+    assert_eq!(
+        (r.capacity, r.binding),
+        (Some(74.0), Some("failures")),
+        "{}",
+        r.verdict
+    );
+    let h = run(true);
+    let r = report(h.clone());
+    assert_eq!(
+        (r.capacity, r.binding),
+        (Some(74.0), Some("neither")),
+        "{}",
+        r.verdict
+    );
+    assert!(
+        r.verdict.contains(
+            "(a lower bound: 89 held within the bound above the offers that failed, \
+             so the capacity has moved or those failures were not the load's)"
+        ),
+        "{}",
+        r.verdict
+    );
+    let mut live = super::live::LiveCapacity::new(SteadyRule::default(), 0.05, None);
+    let last = h.iter().map(|w| live.push(w)).last().unwrap();
+    match last {
+        CapacityEstimate::Steady(f) => assert!(f.offer == 74.0 && f.lower_bound, "{f:?}"),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn saturation_is_steady_but_not_a_capacity() {
     let h: Vec<_> = (0..12)
