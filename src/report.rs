@@ -253,7 +253,8 @@ pub fn binding(
 /// wall brackets nothing near the figure. And no higher level among those
 /// windows held within the bound ([`held_above`]).
 pub fn failures_crossed_above(steady: &Steady, history: &[WindowRecord], high: f64) -> bool {
-    failing_above(steady, history, high).is_some() && held_above(steady, history, high).is_none()
+    failing_above(steady, history, high)
+        .is_some_and(|failing| held_over(&failing, steady, history, high).is_none())
 }
 
 /// The level just above the figure that failed more than `high`, as
@@ -279,9 +280,24 @@ fn failing_above(steady: &Steady, history: &[WindowRecord], high: f64) -> Option
 /// capacity moved (it fell since), or the failures above the figure were
 /// not the load's (a burst); either way the figure is only a lower bound.
 /// Issue 30: a load-independent burst on a probe's window made the bench's
-/// gentle governor name 3 workers the capacity of a 150-worker target.
+/// gentle governor name 74 workers the capacity of an 89-worker target
+/// that it had held at 89 before (`bursts`, seed 27).
 pub fn held_above(steady: &Steady, history: &[WindowRecord], high: f64) -> Option<LevelStats> {
-    let failing = failing_above(steady, history, high)?;
+    held_over(
+        &failing_above(steady, history, high)?,
+        steady,
+        history,
+        high,
+    )
+}
+
+/// [`held_above`] over a known `failing` level.
+fn held_over(
+    failing: &LevelStats,
+    steady: &Steady,
+    history: &[WindowRecord],
+    high: f64,
+) -> Option<LevelStats> {
     let width = steady.settled.level_width;
     let evidence = latest_evidence(history);
     pool(&evidence, width, high, None)
