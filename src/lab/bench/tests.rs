@@ -771,31 +771,55 @@ fn gentle_reaches_a_small_wall_through_a_3_percent_background_known_miss() {
     );
 }
 
+/// One (model, controller) row of these runs, one seed each.
+fn row_of(
+    model: ModelKind,
+    controller: ControllerKind,
+    runs: impl Iterator<Item = RunMetrics>,
+) -> Row {
+    let runs: Vec<RunMetrics> = runs.collect();
+    Row {
+        model: model.into(),
+        controller,
+        seeds: runs.len() as u64,
+        runs,
+    }
+}
+
+/// A report of `rows` on one model, with as many seeds as its first row.
+fn report_of(model: ModelKind, rows: Vec<Row>) -> Report {
+    Report {
+        plan: BenchPlan {
+            models: vec![model.into()],
+            family: None,
+            controllers: vec![],
+            seeds: rows.first().map_or(0, |r| r.seeds),
+            windows: 100,
+            figures: true,
+        },
+        rows,
+    }
+}
+
 /// The family's stall line names each controller that stalled on some
 /// seeds, with how many; no stall says "none".
 #[test]
 fn the_stall_line_counts_stalled_seeds_per_controller() {
     let run = |stalled: f64| metrics(1.0, 0.0, stalled);
-    let row = |controller, stalls: &[f64]| Row {
-        model: ModelKind::Rejector.into(),
-        controller,
-        seeds: stalls.len() as u64,
-        runs: stalls.iter().map(|&s| run(s)).collect(),
+    let row = |controller, stalls: &[f64]| {
+        row_of(
+            ModelKind::Rejector,
+            controller,
+            stalls.iter().map(|&s| run(s)),
+        )
     };
-    let mut report = Report {
-        plan: BenchPlan {
-            models: vec![ModelKind::Rejector.into()],
-            family: None,
-            controllers: vec![],
-            seeds: 3,
-            windows: 100,
-            figures: false,
-        },
-        rows: vec![
+    let mut report = report_of(
+        ModelKind::Rejector,
+        vec![
             row(ControllerKind::GovernorGentle, &[1.0, 0.0, 1.0]),
             row(ControllerKind::Aimd, &[0.0, 0.0, 0.0]),
         ],
-    };
+    );
     let all = [ControllerKind::GovernorGentle, ControllerKind::Aimd];
     assert_eq!(
         crate::lab::bench::family::stalls_line(&report, &all),
@@ -814,29 +838,19 @@ fn the_wrong_figures_line_counts_seeds_per_governor() {
         wrong_figure: wrong,
         ..metrics(1.0, 0.0, 0.0)
     };
-    let row = |controller, wrong: &[Option<f64>]| Row {
-        model: ModelKind::Bursts.into(),
-        controller,
-        seeds: wrong.len() as u64,
-        runs: wrong.iter().map(|&w| run(w)).collect(),
+    let row = |controller, wrong: &[Option<f64>]| {
+        row_of(ModelKind::Bursts, controller, wrong.iter().map(|&w| run(w)))
     };
-    let mut report = Report {
-        plan: BenchPlan {
-            models: vec![ModelKind::Bursts.into()],
-            family: None,
-            controllers: vec![],
-            seeds: 3,
-            windows: 100,
-            figures: true,
-        },
-        rows: vec![
+    let mut report = report_of(
+        ModelKind::Bursts,
+        vec![
             row(
                 ControllerKind::GovernorGentle,
                 &[Some(1.0), Some(0.0), Some(1.0)],
             ),
             row(ControllerKind::Aimd, &[None, None, None]),
         ],
-    };
+    );
     let all = [ControllerKind::GovernorGentle, ControllerKind::Aimd];
     assert_eq!(report.rows[1].wrong_figures(), None);
     assert_eq!(
