@@ -31,7 +31,8 @@
 //! each verdict does to the memory); `tunables` the numbers; `state` the
 //! layer's memory ([`RobustState`]) and the values the steps pass;
 //! `evidence` the pooling and the exact binomial test; `probe` step 4, from
-//! a verdict to a raw decision (the retreat, the dwell, the probe's cost).
+//! a verdict to a raw decision (the retreat, the dwell, the probe's cost);
+//! `silence` the opening's climb through windows without attempts.
 //!
 //! This module never changes the seed path: [`ThrottleGovernor::step`]
 //! calls it only for [`Profile::Robust`](super::Profile::Robust) and
@@ -132,6 +133,16 @@
 //! clean offer once the offer is large, instead of up to x2, and it goes
 //! back no further than that last clean offer.
 //!
+//! **The opening climbs through silence the tool's rate explains (issue
+//! 30).** On a tool whose workers make far fewer than one attempt a window,
+//! the seed's hold on a window without attempts makes each opening offer
+//! wait for its first attempt. Once attempts have come, a silent window in
+//! the opening (below [`SLOW_START_DOUBLING_BELOW`], no wall met, no failure
+//! pooled) doubles the offer, while the silence since the last attempt
+//! holds fewer than [`SILENCE_EXPECTED`] (3) of the attempts the tool's own
+//! rate predicts for it (the `silence` module). A tool that has made no attempt yet
+//! is held, as the seed rules hold it.
+//!
 //! **A plateau is not climbed (fixes 5).** Each clean verdict measures its
 //! yield, the successes per unit of offer per window; the best lower bound
 //! (two standard deviations down) is kept. A clean verdict whose successes
@@ -173,6 +184,10 @@
 //!   does. `robust` keeps the patience of [`BAND_PATIENCE`] verdicts: the
 //!   proof costs about 2 % of goodput on `knee` and `step` (robust's goal
 //!   keeps it within 2 % of the seed's).
+//! - `gentle` only ([`Tunables::cap_thin_excuse`]): a thin estimate (under
+//!   `1 / low` attempts) excuses no pool failing more than
+//!   [`THIN_EXCUSE_HIGHS`] × `high` (10 % at 5 %): its two-sample test has
+//!   too little power to tell a probe far over a wall from the background.
 //! - Every verdict leaves its [`Confidence`] in the outcome.
 //!
 //! What it costs and where it still loses, measured by
@@ -215,6 +230,7 @@
 pub mod background;
 mod evidence;
 mod probe;
+mod silence;
 mod state;
 mod stats;
 mod tunables;
@@ -225,7 +241,8 @@ pub use tunables::{
     Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BAND_RETREAT_ABOVE, BREACH_WINDOWS,
     BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, CLEAR_BELOW, EVIDENCE_ALPHA,
     GENTLE_MAX_COST_DWELL, MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE,
-    REPROBE_START, SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN, SLOW_START_MIN_GAIN,
+    REPROBE_START, SILENCE_EXPECTED, SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN,
+    SLOW_START_MIN_GAIN, THIN_EXCUSE_HIGHS,
 };
 
 use super::{
@@ -248,7 +265,12 @@ impl ThrottleGovernor {
 
     pub(super) fn step_robust(&mut self, attempts: f64, failures: f64) -> Outcome {
         let p = self.params;
+        let work = self.state.current * self.robust.window_span;
+        self.robust.silence.window(attempts.max(0.0), work);
         if attempts <= 0.0 {
+            if let Some(climbed) = self.climb_on_silence(failures) {
+                return climbed;
+            }
             return self.hold(HoldReason::NoTraffic, Some(no_traffic(failures)), false);
         }
         let window_frac = failures / attempts;

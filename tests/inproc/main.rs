@@ -29,4 +29,5 @@ mod promql;
 mod pull_endpoint;
 mod push;
 mod reload;
+mod silent_opening;
 mod sim_http;

@@ -93,6 +93,9 @@ pub struct FakeState {
     /// Above this many workers, this share of every attempt fails too: a
     /// band of failures that follows the load but stays under the bound.
     pub soft: Option<(f64, f64)>,
+    /// Serve the counters in whole attempts, as a real tool counts them
+    /// (the fake's own counts are fractions of a tick).
+    pub whole: bool,
 }
 
 impl FakeState {
@@ -152,6 +155,7 @@ impl FakeTool {
             require: None,
             changes: vec![(std::time::Instant::now(), workers)],
             soft: None,
+            whole: false,
         }));
         let app = Router::new()
             .route("/metrics", get(metrics))
@@ -271,6 +275,7 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> 
             Fault::NanCounters => (f64::NAN, f64::NAN),
             Fault::InfCounters => (f64::INFINITY, 0.0),
             Fault::NegativeCounters => (-5.0, -1.0),
+            _ if st.whole => (st.attempts.floor(), st.failures.floor()),
             _ => (st.attempts, st.failures),
         };
         let mut body = format!(

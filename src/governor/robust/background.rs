@@ -35,7 +35,10 @@
 //!   offers, the estimate's rate is too unsure to test against (1 failure
 //!   in 64 is anything from 0.04 % to 8 %), so the clean rule asks instead
 //!   whether the pool fails significantly more than the low offers did
-//!   (`stats::significantly_more_than`, which weighs both samples).
+//!   (`stats::significantly_more_than`, which weighs both samples). That
+//!   test has little power on two small samples, so `gentle` lets a thin
+//!   estimate excuse no pool failing more than twice `high`
+//!   ([`Thresholds::capping_thin_excuses`]).
 //! - **The floor** stands in for itself as the opening offer does: no
 //!   lower offer could fail less.
 //! - **The offers just below** ([`Background::below`]): the last [`NEAR`]
@@ -48,6 +51,8 @@ use serde::Serialize;
 
 use super::stats::{significantly_above_at, significantly_more_than};
 use super::tunables::BAND_RETREAT_ABOVE;
+#[cfg(doc)]
+use super::tunables::THIN_EXCUSE_HIGHS;
 
 /// The background at an offer is read from offers of at most this share
 /// of it.
@@ -241,6 +246,9 @@ pub struct Thresholds {
     pub high: f64,
     /// The user's `low`.
     pub low: f64,
+    /// A thin estimate excuses no pool failing more than this
+    /// ([`Thresholds::capping_thin_excuses`]; infinite unless capped).
+    pub thin_excuse_up_to: f64,
 }
 
 impl Thresholds {
@@ -254,6 +262,21 @@ impl Thresholds {
             clean_below: (background + low).min(cap.max(low)),
             high,
             low,
+            thin_excuse_up_to: f64::INFINITY,
+        }
+    }
+
+    /// The same levels, where a thin estimate excuses no pool failing more
+    /// than `up_to` (`gentle`: [`THIN_EXCUSE_HIGHS`] × `high`). The thin
+    /// estimate's test weighs two small samples, and has little power: with
+    /// 2 failures in 29 attempts at the low offers, 11 failures in 69 (16 %,
+    /// three times a `high` of 5 %) are not significantly more, so a probe
+    /// far over a wall would be called clean and climbed from (traced on the
+    /// bench's `noisy`).
+    pub fn capping_thin_excuses(self, up_to: f64) -> Self {
+        Thresholds {
+            thin_excuse_up_to: up_to,
+            ..self
         }
     }
 
@@ -270,10 +293,13 @@ impl Thresholds {
                 e.failures > 0.0
                     && if e.attempts * self.low < 1.0 {
                         // A thin estimate is not a rate: ask whether these
-                        // counts fail more than the low offers' did.
-                        !significantly_more_than(
-                            failures, attempts, e.failures, e.attempts, BAND_ALPHA,
-                        )
+                        // counts fail more than the low offers' did (and,
+                        // when capped, whether they fail at all plausibly
+                        // for a background).
+                        failures / attempts <= self.thin_excuse_up_to
+                            && !significantly_more_than(
+                                failures, attempts, e.failures, e.attempts, BAND_ALPHA,
+                            )
                     } else {
                         !significantly_above_at(failures, attempts, e.rate, BAND_ALPHA)
                     }

@@ -10,7 +10,7 @@
 use super::background::Thresholds;
 use super::state::{Judgement, Verdict};
 use super::stats::{significant_breach, significantly_above};
-use super::tunables::{BREACH_WINDOWS, BURST_NOT_FALLING, PLATEAU_SHARE};
+use super::tunables::{BREACH_WINDOWS, BURST_NOT_FALLING, PLATEAU_SHARE, THIN_EXCUSE_HIGHS};
 use crate::governor::{Evidence, HoldReason, ThrottleGovernor, SAFE_ZONE};
 
 impl ThrottleGovernor {
@@ -75,6 +75,11 @@ impl ThrottleGovernor {
         let opening = self.state.last_bad.is_none() && r.last_clean.is_none();
         let nothing_below = opening || offer <= p.floor;
         r.thresholds = Thresholds::new(p.low, p.high, r.background.at(offer, nothing_below));
+        if r.tunables.cap_thin_excuse {
+            r.thresholds = r
+                .thresholds
+                .capping_thin_excuses(THIN_EXCUSE_HIGHS * p.high);
+        }
         // Only a window well below the last wall witnesses the background:
         // near a wall, failures are the load's (a capacity that halved, or
         // rose, leaves such windows at offers that later look low).

@@ -8,6 +8,7 @@
 //! reference, and keeping them apart from the rules keeps both readable.
 
 use super::background::{Background, Thresholds};
+use super::silence::Silence;
 #[cfg(doc)]
 use super::tunables::SLOW_START_DOUBLING_BELOW;
 use super::tunables::{Tunables, BREACH_WINDOWS, MAX_DWELL, SLOW_START_GAIN};
@@ -94,6 +95,8 @@ pub struct RobustState {
     pub(super) background: Background,
     /// The verdict levels of the last pooled window.
     pub(super) thresholds: Thresholds,
+    /// The tool's attempt rate and the silence since its last attempt.
+    pub(super) silence: Silence,
 }
 
 impl Default for RobustState {
@@ -140,6 +143,7 @@ impl RobustState {
             tunables: tunables.unwrap_or(Tunables::ROBUST),
             background: Background::default(),
             thresholds: Thresholds::new(0.0, 0.0, None),
+            silence: Silence::default(),
         }
     }
 

@@ -59,6 +59,15 @@ pub const BAND_PATIENCE: u32 = 12;
 /// one-sided exact binomial test, taken at every verdict: 0.1 % keeps a
 /// burst or a run of bad luck from proving it).
 pub const BAND_PROOF_ALPHA: f64 = 0.001;
+/// `gentle`'s opening climbs through silence while the attempts that the
+/// tool's rate predicts for it stay under this many (no attempt in 3
+/// expected happens about 5 % of the time): the `silence` module.
+pub const SILENCE_EXPECTED: f64 = 3.0;
+/// `gentle`: a thin background estimate excuses pools failing up to this
+/// many times `high` (10 % at `high` = 5 %): a background within the bound
+/// rarely shows that much on a verdict's sample (3 % on 30 attempts: 1 %
+/// of the time), a wall crossed by a probe often does.
+pub const THIN_EXCUSE_HIGHS: f64 = 2.0;
 /// Windows at the current offer that the breach test pools.
 pub const BREACH_WINDOWS: usize = 8;
 
@@ -78,6 +87,11 @@ pub struct Tunables {
     /// low enough to hold steps down after [`BAND_PATIENCE`] verdicts, a
     /// reclimb pools a full sample).
     pub prove_the_band: bool,
+    /// A thin background estimate (under `1 / low` attempts) excuses no
+    /// pool failing more than [`THIN_EXCUSE_HIGHS`] × `high`
+    /// ([`super::background`]); `false`: robust's rule, where it may
+    /// excuse any pool its weak test cannot tell from it.
+    pub cap_thin_excuse: bool,
 }
 
 impl Tunables {
@@ -85,11 +99,13 @@ impl Tunables {
     pub const ROBUST: Tunables = Tunables {
         max_cost_dwell: MAX_COST_DWELL,
         prove_the_band: false,
+        cap_thin_excuse: false,
     };
     /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
     pub const GENTLE: Tunables = Tunables {
         max_cost_dwell: GENTLE_MAX_COST_DWELL,
         prove_the_band: true,
+        cap_thin_excuse: true,
     };
 }
 
