@@ -1,5 +1,5 @@
-//! `gentle`'s opening climbs through windows with no traffic that the
-//! load's own attempt rate explains (issue 30).
+//! The `robust` and `gentle` openings climb through windows with no
+//! traffic that the tool's own attempt rate explains (issue 30).
 //!
 //! Why it exists: on a tool whose workers make far fewer than one attempt
 //! a window (long think times, short windows), the opening offers see
@@ -25,7 +25,9 @@
 //!   before it: its expected attempts `r × (offer × windows silent)` stay
 //!   under [`SILENCE_EXPECTED`] (3: the chance of that much silence is
 //!   about 5 %). A tool that dies after its first attempts is climbed
-//!   through for a few doublings at most, then held.
+//!   through a few doublings at most (never past 64), then held. The rate
+//!   counts the silent windows before the first attempt too (a slow
+//!   start-up lowers it), so it errs towards climbing, within that cap.
 //!
 //! What it may touch: nothing outside the governor; no clock, no I/O.
 
