@@ -32,7 +32,9 @@
 //! layer's memory ([`RobustState`]) and the values the steps pass;
 //! `evidence` the pooling and the exact binomial test; `probe` step 4, from
 //! a verdict to a raw decision (the retreat, the dwell, the probe's cost);
-//! `silence` the opening's climb through windows without attempts.
+//! `silence` the opening's climb through windows without attempts; `burst`
+//! which Downs the settle window tests for a burst, and the return from
+//! one.
 //!
 //! This module never changes the seed path: [`ThrottleGovernor::step`]
 //! calls it only for [`Profile::Robust`](super::Profile::Robust) and
@@ -86,6 +88,20 @@
 //! with the congestion memory as it was before the Down. A real capacity
 //! drop shows itself again at the old offer, with an Up just before, and is
 //! then backed off as congestion.
+//!
+//! `gentle` only ([`Tunables::test_breaches_below_held`], issue 30): a
+//! breach of at least [`BURST_MIN_FRAC`] at least a probe below the
+//! highest offer held clean (a clean verdict there, since the last
+//! congestion at or below it) is tested the same way, even right after an
+//! Up, and even as a failed probe: the target carried more, so a wall there
+//! is not the likely reading. A test that returns also restores a failed
+//! probe's cost and dwell. While the failures go on at the lower offer, it
+//! waits there up to [`BURST_TEST_WAITS`] (2) more windows before it
+//! returns. A breach at the offer it returned to is congestion, and the
+//! offer held clean drops to it. Without this, a burst landing on a
+//! reclimb's step set `last_bad` a little lower each time (`bursts n=40`:
+//! 175, 135, 94, 63, 39, then 2 workers, whose windows hold too few
+//! attempts to climb from).
 //!
 //! **Leaving the dead band (fixes 4).**
 //! - An *additive* Up (a probe, or a re-probe) whose first verdict is in the
@@ -228,6 +244,7 @@
 //! `bursts`).
 
 pub mod background;
+mod burst;
 mod evidence;
 mod probe;
 mod silence;
@@ -239,7 +256,7 @@ pub use state::RobustState;
 pub use stats::binomial_tail;
 pub use tunables::{
     Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BAND_RETREAT_ABOVE, BREACH_WINDOWS,
-    BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, CLEAR_BELOW, EVIDENCE_ALPHA,
+    BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, BURST_TEST_WAITS, CLEAR_BELOW, EVIDENCE_ALPHA,
     GENTLE_MAX_COST_DWELL, MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE,
     REPROBE_START, SILENCE_EXPECTED, SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN,
     SLOW_START_MIN_GAIN, THIN_EXCUSE_HIGHS,
@@ -249,7 +266,8 @@ use super::{
     memory_clear_step, no_traffic, wilson_interval, Confidence, Decision, HoldReason, Outcome,
     Signal, Threshold, ThrottleGovernor, VerdictClass,
 };
-use state::{Burst, Judgement, Move, Verdict};
+use burst::BeforeDown;
+use state::{Judgement, Move, Verdict};
 #[cfg(test)]
 use stats::{ln_factorial, significant_breach, significantly_above, significantly_above_at};
 
@@ -319,6 +337,8 @@ impl ThrottleGovernor {
             self.robust.probing_from = None;
             self.robust.in_episode = false;
             self.robust.last_clean = Some(from);
+            self.robust.held_clean = Some(self.robust.held_clean.map_or(from, |h| h.max(from)));
+            self.robust.burst_tested = None;
             self.robust.clean_run += 1;
             self.robust.clean_attempts += pooled;
             if let Some(start) = additive_from {
@@ -383,6 +403,7 @@ impl ThrottleGovernor {
         }
         let mut outcome = match decision {
             Decision::Down(to) => {
+                let (owed_before, dwell_before) = (self.robust.owed, self.robust.dwell);
                 let failed_probe = additive_from.or(match kind {
                     Move::Retreat => probing_from,
                     _ => None,
@@ -412,25 +433,17 @@ impl ThrottleGovernor {
                     Some(prev) if self.robust.in_episode => prev.max(from),
                     _ => from,
                 };
-                // A large breach after steady clean windows, with no move
-                // that could have caused it, may not be congestion at all:
-                // the settle window tells.
-                self.robust.burst = match judgement {
-                    Judgement::Breach(f)
-                        if f >= BURST_MIN_FRAC
-                            && steady >= BURST_STEADY
-                            && kind == Move::Plain
-                            && !fresh_up =>
-                    {
-                        Some(Burst {
-                            from,
-                            frac: f,
-                            last_bad: self.state.last_bad,
-                            clean_streak: self.state.clean_streak,
-                        })
-                    }
-                    _ => None,
-                };
+                self.robust.burst = self.burst_test(
+                    judgement,
+                    from,
+                    BeforeDown {
+                        kind,
+                        fresh_up,
+                        steady,
+                        owed: owed_before,
+                        dwell: dwell_before,
+                    },
+                );
                 self.robust.moved();
                 self.robust.stepped_down = (kind == Move::Settle).then_some(offer_all);
                 self.robust.settle = true;
@@ -443,6 +456,7 @@ impl ThrottleGovernor {
                 self.back_off(from, to, bad, signal, memory_cleared)
             }
             Decision::Up(to) => {
+                self.robust.burst_tested = None;
                 let outcome = self.move_up(from, to, signal, memory_cleared);
                 self.robust.stepped_down = None;
                 if clean {
@@ -497,33 +511,11 @@ impl ThrottleGovernor {
         outcome.evidence = evidence;
         outcome
     }
-
-    /// Returns to the offer before a burst's Down, with the memory as it
-    /// was: the failures were not the offer's doing.
-    fn burst_over(&mut self, burst: Burst, ongoing: bool, signal: Signal) -> Outcome {
-        let p = self.params;
-        let from = self.state.current;
-        self.state.last_bad = burst.last_bad;
-        self.state.clean_streak = burst.clean_streak;
-        self.robust.in_episode = false;
-        self.robust.empty_pool();
-        let target = burst.from.min(p.ceiling);
-        let decision = p.round(Decision::Up(target), from);
-        let Decision::Up(to) = decision else {
-            return self.hold(HoldReason::Settling, Some(signal), false);
-        };
-        let outcome = self.move_up(from, to, signal, false);
-        self.robust.moved();
-        if ongoing {
-            // A burst shown not to follow the offer: its next window at the
-            // old offer is tested again, not taken as congestion.
-            self.robust.calm_run = BURST_STEADY;
-        }
-        outcome
-    }
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_burst;
 #[cfg(test)]
 mod tests_thin;

@@ -45,6 +45,14 @@ impl ThrottleGovernor {
                 return Verdict::BurstOver(burst, false);
             }
             if frac >= BURST_NOT_FALLING * burst.frac {
+                if burst.waits > 0 {
+                    self.robust.burst = Some(super::state::Burst {
+                        waits: burst.waits - 1,
+                        ..burst
+                    });
+                    self.robust.settle = true;
+                    return Verdict::Hold(HoldReason::Settling);
+                }
                 return Verdict::BurstOver(burst, true);
             }
         }

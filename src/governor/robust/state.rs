@@ -97,6 +97,12 @@ pub struct RobustState {
     pub(super) thresholds: Thresholds,
     /// The tool's attempt rate and the silence since its last attempt.
     pub(super) silence: Silence,
+    /// The highest offer with a clean verdict since the last breach that
+    /// contradicted it.
+    pub(super) held_clean: Option<f64>,
+    /// The offer a burst's test returned to, until the next clean verdict
+    /// or Up: a breach there is congestion.
+    pub(super) burst_tested: Option<f64>,
 }
 
 impl Default for RobustState {
@@ -144,6 +150,8 @@ impl RobustState {
             background: Background::default(),
             thresholds: Thresholds::new(0.0, 0.0, None),
             silence: Silence::default(),
+            held_clean: None,
+            burst_tested: None,
         }
     }
 
@@ -231,6 +239,12 @@ pub(super) struct Burst {
     /// `last_bad` and the clean streak before the Down.
     pub(super) last_bad: Option<f64>,
     pub(super) clean_streak: u32,
+    /// The cost owed and the probe dwell before the Down.
+    pub(super) owed: Option<(f64, f64)>,
+    pub(super) dwell: u32,
+    /// Windows the test still waits at the lower offer while the failures
+    /// go on (a breach below an offer held clean), 0 for the older test.
+    pub(super) waits: u32,
 }
 
 /// What the robust decision does besides the raw decision.

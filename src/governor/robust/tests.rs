@@ -6,7 +6,11 @@ use super::super::{Control, Decision, Evidence, HoldReason, Params, Profile, Thr
 use super::*;
 
 /// A rate governor (no rounding) of `profile` at `current` with `last_bad`.
-fn rate_governor(profile: Profile, current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
+pub(super) fn rate_governor(
+    profile: Profile,
+    current: f64,
+    last_bad: Option<f64>,
+) -> ThrottleGovernor {
     let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
     let mut g = ThrottleGovernor::with_profile(p, profile);
     g.set_current(current);
@@ -29,13 +33,13 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 #[track_caller]
-fn assert_to(o: &Outcome, decision: &str, to: f64) {
+pub(super) fn assert_to(o: &Outcome, decision: &str, to: f64) {
     assert_eq!(o.decision_str(), decision, "{o:?}");
     assert!(close(o.to, to), "to {} != {to}: {o:?}", o.to);
 }
 
 #[track_caller]
-fn assert_hold(o: &Outcome, reason: HoldReason) {
+pub(super) fn assert_hold(o: &Outcome, reason: HoldReason) {
     assert_eq!(o.decision, Decision::Hold, "{o:?}");
     assert_eq!(o.reason, Some(reason), "{o:?}");
 }

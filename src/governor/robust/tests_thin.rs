@@ -5,18 +5,11 @@
 //! window. Each one sets the rule against what `robust` or the seed rules
 //! do with the same windows, so that each test fails if its rule goes.
 
-use super::super::{Control, HoldReason, Params, Profile, ThrottleGovernor};
+use super::super::{HoldReason, Profile};
 use super::background::{BackgroundEstimate, Thresholds};
 use super::stats::significantly_more_than;
+use super::tests::{assert_hold, assert_to, rate_governor as governor};
 use super::*;
-
-fn governor(profile: Profile, current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
-    let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
-    let mut g = ThrottleGovernor::with_profile(p, profile);
-    g.set_current(current);
-    g.restore_memory(last_bad, 0);
-    g
-}
 
 /// A background estimate of `failures` in `attempts`.
 fn est(failures: f64, attempts: f64) -> BackgroundEstimate {
@@ -25,22 +18,6 @@ fn est(failures: f64, attempts: f64) -> BackgroundEstimate {
         attempts,
         failures,
     }
-}
-
-#[track_caller]
-fn assert_to(o: &Outcome, decision: &str, to: f64) {
-    assert_eq!(o.decision_str(), decision, "{o:?}");
-    assert!(
-        (o.to - to).abs() < 1e-9 * to.max(1.0),
-        "to {} != {to}: {o:?}",
-        o.to
-    );
-}
-
-#[track_caller]
-fn assert_hold(o: &Outcome, reason: HoldReason) {
-    assert_eq!(o.decision, Decision::Hold, "{o:?}");
-    assert_eq!(o.reason, Some(reason), "{o:?}");
 }
 
 #[test]

@@ -68,6 +68,11 @@ pub const SILENCE_EXPECTED: f64 = 3.0;
 /// rarely shows that much on a verdict's sample (3 % on 30 attempts: 1 %
 /// of the time), a wall crossed by a probe often does.
 pub const THIN_EXCUSE_HIGHS: f64 = 2.0;
+/// `gentle`: while the failures of a breach below an offer held clean go
+/// on at the lower offer, the burst test waits there this many more
+/// windows before it returns (a burst lasts a few windows; waiting at the
+/// lower offer fails fewer attempts than returning into it).
+pub const BURST_TEST_WAITS: u32 = 2;
 /// Windows at the current offer that the breach test pools.
 pub const BREACH_WINDOWS: usize = 8;
 
@@ -92,6 +97,12 @@ pub struct Tunables {
     /// ([`super::background`]); `false`: robust's rule, where it may
     /// excuse any pool its weak test cannot tell from it.
     pub cap_thin_excuse: bool,
+    /// A large breach at least a probe below the highest offer held clean
+    /// (since the last breach there) is tested as a burst, as an
+    /// unprovoked one is, even right after an Up: the target carried
+    /// more, so a wall there is not the likely reading; `false`: robust's
+    /// rule, where only an unprovoked breach is tested.
+    pub test_breaches_below_held: bool,
 }
 
 impl Tunables {
@@ -100,12 +111,14 @@ impl Tunables {
         max_cost_dwell: MAX_COST_DWELL,
         prove_the_band: false,
         cap_thin_excuse: false,
+        test_breaches_below_held: false,
     };
     /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
     pub const GENTLE: Tunables = Tunables {
         max_cost_dwell: GENTLE_MAX_COST_DWELL,
         prove_the_band: true,
         cap_thin_excuse: true,
+        test_breaches_below_held: true,
     };
 }
 
