@@ -147,7 +147,10 @@
 //! Up down to [`SLOW_START_MIN_GAIN`] (x1.125): 64, 96, 120, 135, 152, ...
 //! The one overshoot that ends it is then at most 12.5 % past the last
 //! clean offer once the offer is large, instead of up to x2, and it goes
-//! back no further than that last clean offer.
+//! back no further than that last clean offer. A doubling whose first
+//! verdict is in the dead band is not backed off by [`BAND_BACK_OFF`]
+//! (issue 30): a wall puts `2x` in the band only for a capacity within 4 %
+//! below it, a background of `low` or more about every other time.
 //!
 //! **The opening climbs through silence the tool's rate explains (issue
 //! 30).** On a tool whose workers make far fewer than one attempt a window,

@@ -59,19 +59,17 @@ async fn rest_api_at_the_1ms_wall() {
 /// and a window makes 15 to 150 attempts, so the background must be
 /// estimated from the low offers before any window there is clean.
 ///
-/// A KNOWN MISS, recorded as one (issue 30 is open): the governor stalls
-/// under the wall (2 to 4 of 10, reporting 4, in docs/BENCHMARKS.md's
-/// "Thin evidence" runs), so the test expects exactly that assertion to
-/// fail. When
-/// the rules reach the wall, it fails by passing: remove `should_panic`.
+/// It was a known miss until the opening stopped backing off a doubling
+/// that lands in the dead band (issue 30, ninth round): the run stalled at
+/// 2 to 4 of 10 and reported 4, a lower bound. Its first run with that
+/// rule (2026-12-04, 300.3 s): 1, 2, 4, 8, 16, 8, 9, 10, 11, 10, ...;
+/// capacity 10, failure ratio 3.05 % at 10 (the background), 11 over the
+/// bound at 91.94 %.
 ///
-/// Before that, what it does assert: the stalled run's report says its
-/// figure is a lower bound (`binding` `neither`), so the miss costs a
-/// figure, never a wrong one.
+/// A figure below the band must still say why it held and the way out.
 #[ignore = "full tier: scripts/test --full"]
-#[should_panic(expected = "is not within ±15% of 10")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rest_api_figure_at_the_1ms_wall_with_a_3_percent_background_known_miss() {
+async fn rest_api_figure_at_the_1ms_wall_with_a_3_percent_background() {
     let Some(m) = at_the_background_wall(None).await else {
         return;
     };

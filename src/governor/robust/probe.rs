@@ -57,8 +57,10 @@ impl ThrottleGovernor {
                             return (Decision::Down(start.max(p.floor)), Move::Retreat);
                         }
                         // A larger Up that lands in the dead band backs off
-                        // by the default's smallest step.
-                        None if fresh_up => {
+                        // by the default's smallest step; but not the
+                        // opening's doubling, where the band is far more
+                        // likely a background than the wall.
+                        None if fresh_up && !self.doubled_into_the_band(from) => {
                             return (
                                 Decision::Down((from * BAND_BACK_OFF).max(p.floor)),
                                 Move::Retreat,
@@ -165,5 +167,20 @@ impl ThrottleGovernor {
         } else {
             (Decision::Hold, Move::Plain)
         }
+    }
+
+    /// Whether this dead band is the first verdict after the opening's
+    /// doubling (no wall met, no re-probe, at most
+    /// [`SLOW_START_DOUBLING_BELOW`]). From a clean `x`, `2x` lands in the
+    /// band on a rejecting wall only for a capacity between `1.9x` and
+    /// `1.98x` (at `high` 5 %, `low` 1 %); a background of `low` or more
+    /// puts about every other pool there. Backing off then set `last_bad`
+    /// at 4 to 8 workers on a wall of 55 to 197 (a third of the seeds at a
+    /// 2 % background), and the run crept up by one probe at a time. The
+    /// band's own rules (its proof, its patience) decide instead.
+    fn doubled_into_the_band(&self, from: f64) -> bool {
+        self.state.last_bad.is_none()
+            && self.robust.reprobe.is_none()
+            && from <= SLOW_START_DOUBLING_BELOW
     }
 }

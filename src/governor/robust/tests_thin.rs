@@ -157,3 +157,27 @@ fn gentle_lets_a_thin_estimate_excuse_no_pool_beyond_twice_high() {
         .capping_thin_excuses(THIN_EXCUSE_HIGHS * 0.05);
     assert!(full.is_clean(8.0, 60.0));
 }
+
+#[test]
+fn a_doubling_into_the_dead_band_is_held_not_backed_off() {
+    // The opening doubles 1, 2, 4 over windows of a few attempts without
+    // a failure; at 4, 2 % of the attempts fail whatever the load (4 of
+    // 108, 3.7 %: the dead band, above the retreat level). Robust and
+    // gentle hold there and leave `last_bad` unset; before, both backed
+    // off by x0.9 and set it to 4, as they still do after a ×1.5 step.
+    for profile in [Profile::Robust, Profile::Gentle] {
+        let mut g = governor(profile, 1.0, None);
+        assert_to(&g.step(13.0, 0.0), "up", 2.0);
+        assert_to(&g.step(13.0, 0.0), "up", 4.0);
+        assert_hold(&g.step(34.0, 2.0), HoldReason::Gathering);
+        assert_hold(&g.step(36.0, 1.0), HoldReason::Gathering);
+        assert_hold(&g.step(38.0, 1.0), HoldReason::DeadBand);
+        assert_eq!(g.state.last_bad, None, "{profile:?}");
+    }
+    // From 64 on the opening grows by x1.5, and a band there is the wall
+    // as often as not: 96 backs off to 86.4 and remembers it.
+    let mut g = governor(Profile::Gentle, 64.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 96.0);
+    assert_to(&g.step(1000.0, 37.0), "down", 86.4);
+    assert_eq!(g.state.last_bad, Some(96.0));
+}

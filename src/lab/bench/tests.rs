@@ -736,10 +736,13 @@ fn fast_plan_of(models: Vec<ModelKind>) -> BenchPlan {
 /// not see a stall on a few seeds anyway (the median tail offer here is 10).
 ///
 /// A KNOWN MISS, recorded as one (issue 30 is open; docs/BENCHMARKS.md,
-/// "The opening's one witness"): gentle stalls at 2 to 4 on 3 of 30 seeds
-/// (1, 2, 4, 3, 2, 3, 2: offer 1's clean windows say the background is 0,
-/// and every 3 % window after them is a dead band). When the rules reach
-/// the wall on every seed it fails by passing: remove `should_panic`.
+/// "The opening's one witness"): gentle stalls at 3 on 1 of 30 seeds
+/// (seed 12; seeds 22 and 30 too until the opening stopped backing off a
+/// doubling into the dead band). Offers 1 and 2's clean windows say the
+/// background is 0, and every 3 % window at 4 after them is a dead band,
+/// until the patience steps it down and sets `last_bad` there. When the
+/// rules reach the wall on every seed it fails by passing: remove
+/// `should_panic`.
 #[test]
 #[should_panic(expected = "stalled below half the capacity")]
 fn gentle_reaches_a_small_wall_through_a_3_percent_background_known_miss() {
