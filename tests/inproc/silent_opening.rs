@@ -1,10 +1,11 @@
-//! The opening through silence over real sockets (issue 30, third round):
-//! a fake tool whose workers make about a quarter of an attempt per 1 s
-//! window each, served as whole attempts as a real tool counts them, under
-//! the default profile. Once the first attempt has come, the opening
-//! doubles through a window with no attempts in it: the fake sees two Ups
-//! with no attempt between them. A tool that never sends is held at its
-//! first offer, never climbed.
+//! The opening through silence over real sockets (issue 30, third and
+//! tenth rounds), under the default profile, with 1 s windows. Before any
+//! attempt the opening climbs blind to 8 workers, and no further: a tool
+//! that never sends is held there. Once an attempt has come, the opening
+//! doubles through a window with no attempts in it while the tool's rate
+//! explains the silence: a fake that makes exactly one attempt (as a real
+//! tool counts it), after the first blind Up, sees two Ups with no attempt
+//! between them after it, and then a hold.
 
 use crate::support;
 
@@ -14,21 +15,19 @@ use support::FakeTool;
 use throttle_governor::config::Config;
 use throttle_governor::runtime::supervisor::{self, RunOptions};
 
-/// Attempts per worker per 10 ms tick: 0.25 per worker per 1 s window.
-const PER_WORKER: f64 = 0.0025;
-
-/// Governs a fake that makes `per_worker` attempts per worker per tick
-/// until `enough` says so of the (workers, whole attempts) seen at each
-/// change of the workers, or `limit` passes; returns those changes.
+/// Governs a fake that makes no attempt of its own (one, if `one_at`
+/// says at which workers) until `enough` says so of the (workers, whole
+/// attempts) seen at each change of the workers, or `limit` passes;
+/// returns those changes.
 async fn govern(
-    per_worker: f64,
+    one_at: Option<f64>,
     limit: Duration,
     enough: impl Fn(&[(f64, f64)]) -> bool,
 ) -> Vec<(f64, f64)> {
     let tool = FakeTool::start(1_000.0, 1.0).await;
     {
         let mut st = tool.state.lock().unwrap();
-        st.per_worker = per_worker;
+        st.per_worker = 0.0;
         st.whole = true;
     }
     let cfg = Config::parse(&format!(
@@ -43,8 +42,12 @@ async fn govern(
     let mut changes: Vec<(f64, f64)> = vec![(1.0, 0.0)];
     while Instant::now() < deadline && !enough(&changes) {
         let (workers, attempts) = {
-            let st = tool.state.lock().unwrap();
-            (st.workers, st.attempts.floor())
+            let mut st = tool.state.lock().unwrap();
+            let seen = (st.workers, st.attempts.floor());
+            if one_at == Some(st.workers) && st.attempts == 0.0 {
+                st.attempts = 1.0;
+            }
+            seen
         };
         if changes.last().is_some_and(|c| c.0 != workers) {
             changes.push((workers, attempts));
@@ -62,24 +65,27 @@ fn climbed_through_silence(changes: &[(f64, f64)]) -> bool {
         .any(|w| w[1].0 > w[0].0 && w[0].0 > 1.0 && w[1].1 == w[0].1 && w[0].1 >= 1.0)
 }
 
+/// The blind climb: 1, 2, 4, 8 with no attempt yet.
+const BLIND: [(f64, f64); 4] = [(1.0, 0.0), (2.0, 0.0), (4.0, 0.0), (8.0, 0.0)];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_opening_climbs_through_silence_once_the_tool_has_sent() {
-    let changes = govern(PER_WORKER, Duration::from_secs(25), climbed_through_silence).await;
+    let changes = govern(Some(2.0), Duration::from_secs(8), |_| false).await;
+    // The first Up is blind: no attempt yet.
+    assert_eq!(changes.get(1), Some(&(2.0, 0.0)), "{changes:?}");
     assert!(
         climbed_through_silence(&changes),
         "no Up without an attempt since the last Up, as (workers, whole attempts): {changes:?}"
     );
-    // It climbed through silence, not blindly: the first Up came with the
-    // first attempt.
-    assert_eq!(changes.get(1).map(|c| c.1), Some(1.0), "{changes:?}");
+    // The one attempt's rate explains only so much silence: a hold at 8
+    // or 16 (the attempt came at 2 or, late, at 4), never the ceiling.
+    let last = changes.last().map_or(0.0, |c| c.0);
+    assert!(last == 8.0 || last == 16.0, "{changes:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_that_never_sends_is_held_at_its_first_offer() {
-    let changes = govern(0.0, Duration::from_secs(5), |c| c.len() > 1).await;
-    assert_eq!(
-        changes,
-        vec![(1.0, 0.0)],
-        "the workers moved without traffic"
-    );
+async fn a_tool_that_never_sends_climbs_blind_to_8_and_is_held_there() {
+    // Three 1 s windows climb to 8; the next three hold.
+    let changes = govern(None, Duration::from_secs(7), |c| c.len() > BLIND.len()).await;
+    assert_eq!(changes, BLIND, "the workers without traffic");
 }

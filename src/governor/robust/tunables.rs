@@ -63,6 +63,9 @@ pub const BAND_PROOF_ALPHA: f64 = 0.001;
 /// tool's rate predicts for it stay under this many (no attempt in 3
 /// expected happens about 5 % of the time): the `silence` module.
 pub const SILENCE_EXPECTED: f64 = 3.0;
+/// Before the tool's first attempt, the opening doubles on silent windows
+/// below this offer (1, 2, 4, 8: three windows).
+pub const BLIND_CLIMB_BELOW: f64 = 8.0;
 /// `gentle`: a thin background estimate excuses pools failing up to this
 /// many times `high` (10 % at `high` = 5 %): a background within the bound
 /// rarely shows that much on a verdict's sample (3 % on 30 attempts: 1 %
