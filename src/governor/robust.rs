@@ -159,8 +159,9 @@
 //! the opening (below [`SLOW_START_DOUBLING_BELOW`], no wall met, no failure
 //! pooled) doubles the offer, while the silence since the last attempt
 //! holds fewer than [`SILENCE_EXPECTED`] (3) of the attempts the tool's own
-//! rate predicts for it (the `silence` module). A tool that has made no attempt yet
-//! is held, as the seed rules hold it.
+//! rate predicts for it (the `silence` module). Before the first attempt
+//! there is no rate: the opening doubles blind below 8 only (1, 2, 4, 8),
+//! then holds, so a tool still starting starts at 8 at most.
 //!
 //! **A plateau is not climbed (fixes 5).** Each clean verdict measures its
 //! yield, the successes per unit of offer per window; the best lower bound
