@@ -82,15 +82,20 @@ impl ThrottleGovernor {
                 // background above `low` would look like a lasting band,
                 // and the patience decides.
                 let by_counts = r.counts_decide(p.low);
-                // With too few attempts at the low offers for that, the
-                // offers climbed from just below can still show that this
+                // The offers climbed from just below can show that this
                 // one fails more: the load's doing, whatever the background.
-                let shown_here = !by_counts && r.tunables.prove_the_band && {
+                // With too few attempts at the low offers that is the only
+                // proof; with enough, it is the sharper one near a wall
+                // (0 failures just below tell one worker over a wall in a
+                // few failures), taken when the offer's counts are at or
+                // above the clean level all told.
+                let shown_here = r.tunables.prove_the_band && {
                     let (bn, bf) = r.background.below(from);
                     significantly_more_than(failed, n, bf, bn, BAND_PROOF_ALPHA)
                 };
                 let lasting = if by_counts {
                     significantly_above_at(failed, n, r.thresholds.clean_below, BAND_PROOF_ALPHA)
+                        || (shown_here && failed >= r.thresholds.clean_below * n)
                         || r.band_run >= BAND_PATIENCE
                 } else if r.tunables.prove_the_band {
                     // `gentle` steps down out of any lasting band: if one
@@ -166,6 +171,29 @@ impl ThrottleGovernor {
             (Decision::Up(target), kind)
         } else {
             (Decision::Hold, Move::Plain)
+        }
+    }
+
+    /// `gentle`: a clean pool at an offer whose counts, all told, fail at
+    /// or above the clean level and significantly more than the offers
+    /// just below is the dead band, read a few failures at a time. One
+    /// worker over a wall at 40 attempts a window fails about one attempt
+    /// in four windows: most pools of ~100 attempts there are clean, and
+    /// each clean one let the probe climb on.
+    pub(super) fn wall_under_clean(&self, judgement: Judgement) -> Judgement {
+        let r = &self.robust;
+        if !r.tunables.prove_the_band || !matches!(judgement, Judgement::Clean(_)) {
+            return judgement;
+        }
+        let (n, failed) = r.offer_all;
+        if n <= 0.0 || failed < r.thresholds.clean_below * n {
+            return judgement;
+        }
+        let (bn, bf) = r.background.below(self.state.current);
+        if significantly_more_than(failed, n, bf, bn, BAND_PROOF_ALPHA) {
+            Judgement::Band(failed / n)
+        } else {
+            judgement
         }
     }
 
