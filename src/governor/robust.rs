@@ -102,8 +102,13 @@
 //! reclimb's step set `last_bad` a little lower each time (`bursts n=40`:
 //! 175, 135, 94, 63, 39, then 2 workers, whose windows hold too few
 //! attempts to climb from).
+//! `gentle` also makes at most one return into failures that go on (the
+//! settle window failing as much) between two clean verdicts: on a counter
+//! that lags a window, every settle window carries the breach's own
+//! failures, and the test returned into the wall again and again (`lagged`:
+//! 94, 66, 94, 65, 94, 63 ...).
 //!
-//! **Leaving the dead band (fixes 4).**
+//! **Leaving the dead band (fixes 4).
 //! - An *additive* Up (a probe, or a re-probe) whose first verdict is in the
 //!   dead band above [`BAND_RETREAT_ABOVE`] (40 %) of `high`, or is a
 //!   breach, is undone: the offer returns to where the probe started (a
@@ -359,6 +364,7 @@ impl ThrottleGovernor {
             self.robust.last_clean = Some(from);
             self.robust.held_clean = Some(self.robust.held_clean.map_or(from, |h| h.max(from)));
             self.robust.burst_tested = None;
+            self.robust.ongoing_returns = 0;
             self.robust.clean_run += 1;
             self.robust.clean_attempts += pooled;
             if let Some(start) = additive_from {

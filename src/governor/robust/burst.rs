@@ -102,6 +102,7 @@ impl ThrottleGovernor {
             // A burst shown not to follow the offer: its next window at the
             // old offer is tested again, not taken as congestion.
             self.robust.calm_run = BURST_STEADY;
+            self.robust.ongoing_returns += 1;
         }
         outcome
     }

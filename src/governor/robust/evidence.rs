@@ -53,7 +53,16 @@ impl ThrottleGovernor {
                     self.robust.settle = true;
                     return Verdict::Hold(HoldReason::Settling);
                 }
-                return Verdict::BurstOver(burst, true);
+                // `gentle`: a second return into failures that go on,
+                // with no clean verdict between, is a loop, not a burst: on
+                // a counter that lags a window, every settle window carries
+                // the breach's own failures and "fails as much".
+                let looping = self.robust.tunables.test_breaches_below_held
+                    && self.robust.ongoing_returns >= 1;
+                if !looping {
+                    return Verdict::BurstOver(burst, true);
+                }
+                self.robust.held_clean = self.robust.held_clean.map(|h| h.min(burst.from));
             }
         }
         // `gentle` never backs off again on the settle window: a lower

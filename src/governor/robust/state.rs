@@ -74,6 +74,8 @@ pub struct RobustState {
     pub(super) burst: Option<Burst>,
     /// Consecutive verdicts at the current offer that were no breach.
     pub(super) calm_run: u32,
+    /// Returns into a burst shown to go on, since the last clean verdict.
+    pub(super) ongoing_returns: u32,
     /// Consecutive dead-band verdicts at the current offer.
     pub(super) band_run: u32,
     /// Clean verdicts the next additive probe waits for.
@@ -140,6 +142,7 @@ impl RobustState {
             clean_run: 0,
             burst: None,
             calm_run: 0,
+            ongoing_returns: 0,
             band_run: 0,
             dwell: 1,
             clean_attempts: 0.0,
