@@ -11,8 +11,6 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use support::{get_text, metric, FakeTool};
-use throttle_governor::config::Config;
-use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 const CAPACITY: f64 = 6.0;
 
@@ -22,14 +20,7 @@ const CAPACITY: f64 = 6.0;
 async fn climb_into_the_wall(early: bool) -> (f64, f64, f64, Vec<f64>) {
     let tool = FakeTool::start(CAPACITY, 1.0).await;
     let extra = format!("profile = \"robust\"\nearly_verdicts = {early}");
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        tool.target_toml("t", 40, 1000, &extra)
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = tool.govern(40, 1000, &extra).await;
     let ctl = running.addr;
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(30);

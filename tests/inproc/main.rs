@@ -10,6 +10,7 @@ mod support;
 
 mod adapters;
 mod attribution;
+mod band_proof;
 mod configs;
 mod early_verdicts;
 mod engine_faults;

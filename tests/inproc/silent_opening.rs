@@ -12,8 +12,6 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use support::FakeTool;
-use throttle_governor::config::Config;
-use throttle_governor::runtime::supervisor::{self, RunOptions};
 
 /// Governs a fake that makes no attempt of its own (one, if `one_at`
 /// says at which workers) until `enough` says so of the (workers, whole
@@ -30,14 +28,7 @@ async fn govern(
         st.per_worker = 0.0;
         st.whole = true;
     }
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        tool.target_toml("t", 64, 1000, "")
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = tool.govern(64, 1000, "").await;
     let deadline = Instant::now() + limit;
     let mut changes: Vec<(f64, f64)> = vec![(1.0, 0.0)];
     while Instant::now() < deadline && !enough(&changes) {

@@ -93,6 +93,9 @@ pub struct FakeState {
     /// Above this many workers, this share of every attempt fails too: a
     /// band of failures that follows the load but stays under the bound.
     pub soft: Option<(f64, f64)>,
+    /// Above this many workers, this share of the attempts of the workers
+    /// above it fails: a soft wall, whose failures fall when the workers do.
+    pub soft_wall: Option<(f64, f64)>,
     /// Serve the counters in whole attempts, as a real tool counts them
     /// (the fake's own counts are fractions of a tick).
     pub whole: bool,
@@ -155,6 +158,7 @@ impl FakeTool {
             require: None,
             changes: vec![(std::time::Instant::now(), workers)],
             soft: None,
+            soft_wall: None,
             whole: false,
         }));
         let app = Router::new()
@@ -179,6 +183,9 @@ impl FakeTool {
                     if w > above {
                         f = (f + share * n).min(n);
                     }
+                }
+                if let Some((above, share)) = st.soft_wall {
+                    f = (f + share * (w - above).max(0.0) * st.per_worker).min(n);
                 }
                 st.attempts += n;
                 st.failures += f;
@@ -213,6 +220,28 @@ impl FakeTool {
         st.attempts = 0.0;
         st.failures = 0.0;
         st.set_workers(default_workers);
+    }
+
+    /// Starts the controller on 127.0.0.1 governing this fake as target
+    /// `t` (see [`FakeTool::target_toml`]).
+    pub async fn govern(
+        &self,
+        ceiling: u32,
+        window_ms: u64,
+        extra: &str,
+    ) -> throttle_governor::runtime::supervisor::Running {
+        let cfg = throttle_governor::config::Config::parse(&format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+            self.target_toml("t", ceiling, window_ms, extra)
+        ))
+        .unwrap();
+        throttle_governor::runtime::supervisor::start(
+            &cfg,
+            throttle_governor::runtime::supervisor::RunOptions::default(),
+            None,
+        )
+        .await
+        .unwrap()
     }
 
     /// A target config for this fake (TOML), window in ms.
