@@ -139,7 +139,10 @@
 //!   fast-failing wall (a rejection returns 20 times faster than a served
 //!   request, so one offer over the wall fails about 60 % of the attempts)
 //!   waits tens of windows. A clean probe from there or higher, or a memory
-//!   clear, forgets the cost.
+//!   clear, forgets the cost. The failures include those the engine saw
+//!   only in windows it discarded after the probe's Down: the probe went
+//!   on failing until the Down reached the counters
+//!   ([`ThrottleGovernor::charge_late`]).
 //! - **Leftovers pay the most.** When the offer a failed probe returned to
 //!   breaches too (the probe left retries or a backlog that keeps the
 //!   target over its capacity: `metastable`, `retry-churn`), the next probe
@@ -270,6 +273,7 @@
 pub mod background;
 mod burst;
 mod evidence;
+mod late;
 mod probe;
 mod silence;
 mod state;
@@ -308,6 +312,7 @@ impl ThrottleGovernor {
     pub(super) fn step_robust(&mut self, attempts: f64, failures: f64) -> Outcome {
         let p = self.params;
         let work = self.state.current * self.robust.window_span;
+        self.robust.late_cost = false;
         self.robust.silence.window(attempts.max(0.0), work);
         if attempts <= 0.0 {
             if let Some(climbed) = self.climb_on_silence(failures) {
@@ -442,6 +447,7 @@ impl ThrottleGovernor {
                         start,
                         self.robust.offer_failures / (PROBE_COST_SHARE * p.high),
                     ));
+                    self.robust.late_cost = true;
                 }
                 if returned && matches!(judgement, Judgement::Breach(_)) {
                     // Back where a failed probe started, and failing there:

@@ -21,6 +21,7 @@ mod fuzz;
 mod group;
 mod group_engine;
 mod hardening_iii;
+mod late_cost;
 mod live_capacity;
 mod live_controller;
 mod live_page;

@@ -99,6 +99,10 @@ pub struct FakeState {
     /// Serve the counters in whole attempts, as a real tool counts them
     /// (the fake's own counts are fractions of a tick).
     pub whole: bool,
+    /// Serve the counters as they were this long ago (a tool's stats
+    /// cache, as Locust's): `history` keeps the ticks' counts meanwhile.
+    pub stats_lag: Option<Duration>,
+    pub history: std::collections::VecDeque<(std::time::Instant, f64, f64)>,
 }
 
 impl FakeState {
@@ -160,6 +164,8 @@ impl FakeTool {
             soft: None,
             soft_wall: None,
             whole: false,
+            stats_lag: None,
+            history: Default::default(),
         }));
         let app = Router::new()
             .route("/metrics", get(metrics))
@@ -189,6 +195,14 @@ impl FakeTool {
                 }
                 st.attempts += n;
                 st.failures += f;
+                if let Some(lag) = st.stats_lag {
+                    let (now, a, f) = (std::time::Instant::now(), st.attempts, st.failures);
+                    st.history.push_back((now, a, f));
+                    // Keep the newest sample at least `lag` old, and the newer ones.
+                    while st.history.len() > 1 && now - st.history[1].0 >= lag {
+                        st.history.pop_front();
+                    }
+                }
             }
         });
         FakeTool {
@@ -305,7 +319,11 @@ async fn metrics(State(s): State<Arc<Mutex<FakeState>>>, headers: HeaderMap) -> 
             Fault::InfCounters => (f64::INFINITY, 0.0),
             Fault::NegativeCounters => (-5.0, -1.0),
             _ if st.whole => (st.attempts.floor(), st.failures.floor()),
-            _ => (st.attempts, st.failures),
+            _ => match (st.stats_lag, st.history.front()) {
+                (Some(lag), Some(&(at, a, f))) if at.elapsed() >= lag => (a, f),
+                (Some(_), _) => (0.0, 0.0),
+                (None, _) => (st.attempts, st.failures),
+            },
         };
         let mut body = format!(
             "# HELP fake_attempts_total Resolved attempts.\n# TYPE fake_attempts_total counter\nfake_attempts_total {a}\n\

@@ -102,6 +102,17 @@ impl Core {
             });
         }
         let sum = round.sum;
+        // What a failed probe's offer failed after its verdict, until the
+        // Down reached the counters, is that probe's cost too.
+        if round.straddled.0 > 0.0 {
+            let failures = self.gov.charge_late(round.straddled.0, round.straddled.1);
+            if failures > 0.0 {
+                round.ev.push(Event::LateCost {
+                    failures,
+                    owed: self.gov.owed().unwrap_or(0.0),
+                });
+            }
+        }
         let outcome = if decided {
             // How many windows' time the counts cover: the plateau test
             // measures successes per window of time (see

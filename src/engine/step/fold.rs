@@ -44,6 +44,10 @@ pub(super) struct Round {
     pub(super) valid_reads: u32,
     /// Windows not decided on (they straddled an offer change).
     pub(super) discarded: u32,
+    /// Attempts and failures of the windows that straddled an offer
+    /// change: after a failed probe's Down, its late failures
+    /// (`ThrottleGovernor::charge_late`).
+    pub(super) straddled: (f64, f64),
     /// Members whose counters went down.
     pub(super) resets: u32,
     /// Why members gave no valid signal.
@@ -69,6 +73,7 @@ impl Round {
             contributors: 0,
             valid_reads: 0,
             discarded: 0,
+            straddled: (0.0, 0.0),
             resets: 0,
             errors: Vec::new(),
             span: 0.0,
@@ -224,6 +229,8 @@ impl Core {
                             .max(window_span(w.secs, self.policy.window_secs, missed));
                 } else {
                     round.discarded += 1;
+                    round.straddled.0 += w.attempts;
+                    round.straddled.1 += w.failures;
                     round.ev.push(Event::Discarded {
                         member: member.clone(),
                         reason: "offer_change",

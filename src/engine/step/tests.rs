@@ -910,3 +910,98 @@ fn a_window_based_after_the_writes_settled_needs_no_rebase() {
     c.step(6.0, one("a", read(100.0, 0.0, 2.0, w)));
     assert!(!c.based_since(5.0));
 }
+
+/// A gentle rate governor right after a failed probe: under a wall
+/// remembered at 120 it climbed from 40 to a probe at 97.2, which failed
+/// 200 of 972 (a Down to 94.8, owing `200 / (0.5 × 0.05)` = 8,000 clean
+/// attempts); or, with `failed` false, one that only climbed to 60.
+fn gentle_core(failed: bool, lag: f64) -> Core {
+    let p = Params::new(Control::Rate, Some(10_000.0), 1.0, None, 0.05, None).unwrap();
+    let mut g = ThrottleGovernor::with_profile(p, Profile::Gentle);
+    g.set_current(40.0);
+    g.restore_memory(Some(120.0), 0);
+    let ups: &[f64] = if failed {
+        &[60.0, 90.0, 92.4, 94.8, 97.2]
+    } else {
+        &[60.0]
+    };
+    let near = |d: Decision, want: f64| match d {
+        Decision::Up(to) | Decision::Down(to) => (to - want).abs() < 1e-6,
+        Decision::Hold => false,
+    };
+    for &to in ups {
+        let n = (10.0 * g.state().current).round();
+        let d = g.step(n, 0.0).decision;
+        assert!(matches!(d, Decision::Up(_)) && near(d, to), "{d:?}");
+    }
+    if failed {
+        let d = g.step(972.0, 200.0).decision;
+        assert!(matches!(d, Decision::Down(_)) && near(d, 94.8), "{d:?}");
+    }
+    let mut c = Core::new(
+        g,
+        Policy {
+            params: p,
+            integer: false,
+            dry_run: false,
+            signal_loss_windows: 3,
+            loss_to_floor: true,
+            down_after: None,
+            lag_override: None,
+            group: false,
+            window_secs: 2.0,
+            early_verdicts: false,
+            early_after_lag: false,
+        },
+    );
+    c.members
+        .insert("t".to_string(), MemberState::new("t", None, 1.0, lag));
+    c.rebalance();
+    c
+}
+
+fn late_cost(out: &StepOut) -> Option<(f64, f64)> {
+    out.events.iter().find_map(|e| match e {
+        Event::LateCost { failures, owed } => Some((*failures, *owed)),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_failed_probes_failures_in_a_discarded_window_are_charged_to_it() {
+    // The Down to 94.8 was written at 0.2 s; the signal lags 2 s, so the
+    // window from the read at 1 s to the read at 3 s straddles it: the
+    // tool ran the probe's 97.2 until the Down reached the counters, and
+    // 300 of its 1,000 attempts failed. 290 are over the clean level (1 %
+    // of 1,000): 290 / 0.025 = 11,600 clean attempts more.
+    let mut c = gentle_core(true, 2.0);
+    let w = wrote(1, 94.8, 0.2, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 94.8, w)));
+    let out = c.step(3.0, one("t", read(1_000.0, 300.0, 94.8, w)));
+    assert!(!out.decided);
+    assert_eq!(reason(&out.outcome), Some(HoldReason::OfferChange));
+    let (failures, owed) = late_cost(&out).expect("a LateCost event");
+    assert!((failures - 290.0).abs() < 1e-6, "{failures}");
+    assert!((owed - 19_600.0).abs() < 1.0, "{owed}");
+    assert_eq!(c.gov.owed(), Some(owed));
+    // The next window is wholly at 94.8 and decided on; after it, a
+    // discarded window is nobody's.
+    let out = c.step(5.0, one("t", read(1_948.0, 300.0, 94.8, w)));
+    assert!(out.decided, "{:?}", out.outcome);
+    let w = wrote(2, 94.8, 5.5, true);
+    let out = c.step(7.0, one("t", read(2_900.0, 600.0, 94.8, w)));
+    assert!(!out.decided);
+    assert_eq!(late_cost(&out), None);
+    assert_eq!(c.gov.owed(), Some(owed));
+}
+
+#[test]
+fn a_discarded_window_after_a_climb_charges_nothing() {
+    let mut c = gentle_core(false, 2.0);
+    let w = wrote(1, 60.0, 0.2, true);
+    c.step(1.0, one("t", read(0.0, 0.0, 60.0, w)));
+    let out = c.step(3.0, one("t", read(600.0, 300.0, 60.0, w)));
+    assert!(!out.decided);
+    assert_eq!(late_cost(&out), None);
+    assert_eq!(c.gov.owed(), None);
+}

@@ -86,6 +86,10 @@ pub struct RobustState {
     /// clean attempts a probe from there (or higher) waits for: its
     /// failures over `high`.
     pub(super) owed: Option<(f64, f64)>,
+    /// Whether the last step was a failed probe's Down: until the next
+    /// step, discarded windows' failures are that probe's
+    /// ([`super::late`]).
+    pub(super) late_cost: bool,
     /// The opening slow start's gain from [`SLOW_START_DOUBLING_BELOW`] on.
     pub(super) opening_gain: f64,
     /// The best lower confidence bound seen of the successes per unit of
@@ -147,6 +151,7 @@ impl RobustState {
             dwell: 1,
             clean_attempts: 0.0,
             owed: None,
+            late_cost: false,
             opening_gain: SLOW_START_GAIN,
             best_yield: 0.0,
             tunables: tunables.unwrap_or(Tunables::ROBUST),

@@ -67,6 +67,15 @@ pub enum Event {
         /// A bounded reason label.
         reason: &'static str,
     },
+    /// Failures in windows discarded right after a failed probe's Down,
+    /// added to what that probe owes (`ThrottleGovernor::charge_late`).
+    LateCost {
+        /// The failures charged (above the clean level).
+        failures: f64,
+        /// The clean attempts the next probe from the failed one's start
+        /// now waits for, in all.
+        owed: f64,
+    },
     /// The target has a latency bound (after `Started`).
     LatencyBound(LatencyBoundStatus),
     /// The latency source could not be read, or rebased.

@@ -155,6 +155,7 @@ impl Exporter {
             | Event::Advice { .. }) => self.emit_lifecycle(e),
             e @ (Event::Window { .. }
             | Event::Discarded { .. }
+            | Event::LateCost { .. }
             | Event::EarlyRead
             | Event::EarlyVerdict { .. }
             | Event::ReadDuration { .. }

@@ -81,6 +81,11 @@ impl Exporter {
                     .inc();
                 debug!(target = %name, reason, "{}: window discarded ({reason}): it straddles an offer change or falls within the signal's lag after one", self.who(&member));
             }
+            Event::LateCost { failures, owed } => {
+                m.probe_late_failures.get_or_create(&l).inc_by(failures);
+                info!(target = %name, failures, owed,
+                    "{name}: the failed probe went on failing until the Down reached the counters: {failures:.0} more failed attempts, charged to it; the next probe from where it started waits for {owed:.0} clean attempts");
+            }
             Event::EarlyRead => {
                 m.early_reads.get_or_create(&l).inc();
             }

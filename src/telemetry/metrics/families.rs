@@ -44,6 +44,7 @@ impl Metrics {
             control_errors: Family::default(),
             outside_changes: Family::default(),
             windows_discarded: Family::default(),
+            probe_late_failures: Family::default(),
             early_reads: Family::default(),
             early_verdicts: Family::default(),
             invalid_readings: Family::default(),
@@ -264,6 +265,11 @@ impl Metrics {
         "throttle_windows_discarded",
         "Windows not decided on because they straddled an offer change or fell within the signal's lag after one",
         self.windows_discarded.clone(),
+    );
+        registry.register(
+        "throttle_probe_late_failures",
+        "Failures a failed probe caused after its verdict, until the Down reached the counters: added to what the next probe waits for",
+        self.probe_late_failures.clone(),
     );
         registry.register(
         "throttle_early_reads",

@@ -136,6 +136,10 @@ pub struct Metrics {
     /// `throttle_windows_discarded_total{reason}`: windows that straddled an
     /// offer change, never decided on
     pub windows_discarded: Family<ReasonLabels, Counter>,
+    /// `throttle_probe_late_failures_total`: failures a failed probe
+    /// caused after its verdict, until the Down reached the counters
+    /// (charged to its cost)
+    pub probe_late_failures: Family<TargetLabel, CounterF>,
     /// `throttle_early_reads_total`: reads taken within a watched window
     /// (early verdicts)
     pub early_reads: Family<TargetLabel, Counter>,
@@ -351,6 +355,7 @@ impl Metrics {
         self.invalid_readings.get_or_create(&l).inc_by(0);
         self.early_reads.get_or_create(&l).inc_by(0);
         self.early_verdicts.get_or_create(&l).inc_by(0);
+        self.probe_late_failures.get_or_create(&l).inc_by(0.0);
         self.outside_writer_conflict.get_or_create(&l).set(0.0);
         self.windows_discarded
             .get_or_create(&ReasonLabels {
@@ -454,6 +459,7 @@ impl Metrics {
         self.invalid_readings.remove(&l);
         self.early_reads.remove(&l);
         self.early_verdicts.remove(&l);
+        self.probe_late_failures.remove(&l);
         self.outside_writer_conflict.remove(&l);
         self.windows_discarded.remove(&ReasonLabels {
             target: target.into(),
