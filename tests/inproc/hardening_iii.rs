@@ -256,11 +256,28 @@ async fn grouping_keys_expire_after_group_ttl_and_free_the_cap() {
         let client = client.clone();
         tasks.spawn(async move {
             let mut bad = Vec::new();
+            let mut retried = 0;
             for i in (lane..10_000).step_by(LANES) {
-                let s = push_key(&client, ctl, &format!("p{i}")).await;
+                let key = format!("p{i}");
+                let mut s = push_key(&client, ctl, &key).await;
+                // A push that got no answer at all (0: the client's 5 s
+                // timeout, or a pooled connection closed under it, on two
+                // cores shared with seven other tests) is no refusal by the
+                // cap: it is sent again, twice at most. Any answer other
+                // than 200 is kept.
+                for _ in 0..2 {
+                    if s != 0 {
+                        break;
+                    }
+                    retried += 1;
+                    s = push_key(&client, ctl, &key).await;
+                }
                 if s != 200 {
                     bad.push((i, s));
                 }
+            }
+            if retried > 0 {
+                eprintln!("lane {lane}: {retried} pushes got no answer and were sent again");
             }
             bad
         });
