@@ -65,7 +65,16 @@
 //!   off; a pool above `high` that is not significant is judged as the dead
 //!   band; or
 //! - in slow start (`last_bad` unset), a *clean window* on its own: climbing
-//!   on thin evidence stays as fast as the default's.
+//!   on thin evidence stays as fast as the default's; or
+//! - `gentle`, on a concurrency knob: a *run without a failure* that rules
+//!   out one worker over a rejecting wall ([`GRAIN_ALPHA`], 5 %: about
+//!   `3 offer` attempts since the last failure at the offer; `stats::
+//!   one_worker_ruled_out`). At small offers that is far fewer than
+//!   `1 / low`: a worker over the wall fails the one attempt in `offer`
+//!   that it makes, so 11 attempts at 4 workers without a failure are
+//!   clean. Without it a run that backed off to 2 or 3 workers on a tool
+//!   making a third of an attempt a worker a window waited hundreds of
+//!   windows for 100 attempts (`bursts n=40`).
 //!
 //! **Decreases act at once, then settle (fixes 2).** A significant breach
 //! backs off at once. The window right after a Down may still carry the
@@ -107,6 +116,17 @@
 //! that lags a window, every settle window carries the breach's own
 //! failures, and the test returned into the wall again and again (`lagged`:
 //! 94, 66, 94, 65, 94, 63 ...).
+//! `gentle`, on a concurrency knob (thirteenth round), tests two more
+//! breaches of at least [`BURST_MIN_FRAC`]: one at an offer whose windows
+//! before it ruled out one worker over a wall (no failure among them, the
+//! grain above), even on a probe, since that offer is not over a wall; and
+//! the opening's first breach when it rests on fewer than `1 / high`
+//! failures (a return costs about as many again). The opening's test
+//! returns only on failures that go on at the lower offer as a significant
+//! breach: a clean settle window is congestion's answer too. A burst in
+//! the opening at 8 to 64 workers otherwise set `last_bad` there, and the
+//! climb past it went one probe a verdict (`bursts n=40`: a quarter of
+//! the seeds stalled at under half the capacity).
 //!
 //! **Leaving the dead band (fixes 4).
 //! - An *additive* Up (a probe, or a re-probe) whose first verdict is in the
@@ -285,7 +305,7 @@ pub use stats::binomial_tail;
 pub use tunables::{
     Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BAND_RETREAT_ABOVE, BREACH_WINDOWS,
     BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, BURST_TEST_WAITS, CLEAR_BELOW, EVIDENCE_ALPHA,
-    GENTLE_MAX_COST_DWELL, MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE,
+    GENTLE_MAX_COST_DWELL, GRAIN_ALPHA, MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE,
     REPROBE_START, SILENCE_EXPECTED, SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN,
     SLOW_START_MIN_GAIN, THIN_EXCUSE_HIGHS,
 };
@@ -549,6 +569,8 @@ impl ThrottleGovernor {
 mod tests;
 #[cfg(test)]
 mod tests_burst;
+#[cfg(test)]
+mod tests_grain;
 #[cfg(test)]
 mod tests_thin;
 #[cfg(test)]

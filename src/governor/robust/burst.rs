@@ -10,6 +10,7 @@
 //! undoes one that was a burst, with the memory as it was.
 
 use super::state::{Burst, Judgement, Move};
+use super::stats::one_worker_ruled_out;
 use super::tunables::{BURST_MIN_FRAC, BURST_STEADY, BURST_TEST_WAITS};
 use crate::governor::{probe_step, Decision, HoldReason, Outcome, Signal, ThrottleGovernor};
 
@@ -38,6 +39,14 @@ impl ThrottleGovernor {
     ///   the last breach that said otherwise. That test waits at the lower
     ///   offer while the failures go on ([`BURST_TEST_WAITS`]), and a
     ///   breach where it returned is congestion.
+    /// - `gentle`, a concurrency knob: so may one at an offer whose windows
+    ///   before it ruled out one worker over a wall (no failure among about
+    ///   `3 offer` attempts), even on a probe.
+    /// - `gentle`: so may the opening's first breach on fewer than
+    ///   `1 / high` failures; but only failures that go on at the lower
+    ///   offer, as a significant breach there, show it a burst
+    ///   (`Burst::needs_ongoing`): a clean window there is congestion's
+    ///   answer too.
     pub(super) fn burst_test(
         &mut self,
         judgement: Judgement,
@@ -53,11 +62,28 @@ impl ThrottleGovernor {
             && matches!(before.kind, Move::Plain | Move::Retreat);
         let unprovoked =
             before.steady >= BURST_STEADY && before.kind == Move::Plain && !before.fresh_up;
+        // `gentle`, an integer knob: the windows at this offer before the
+        // breach showed it is not one worker over a wall (no failure among
+        // about 3 attempts a worker); a large breach now is a change, not
+        // this offer's doing, even on a probe.
+        let (calm_n, calm_f) = r.offer_all;
+        let grain_calm = r.tunables.test_breaches_below_held
+            && self.params.control.is_integer()
+            && calm_f == 0.0
+            && one_worker_ruled_out(calm_n, from);
+        // `gentle`: the opening's first breach, on so few failures that a
+        // return to test it costs less than the climb a wall there would
+        // make slow (fewer than `1 / high`).
+        let thin_opening = r.tunables.test_breaches_below_held
+            && self.state.last_bad.is_none()
+            && r.reprobe.is_none()
+            && !tested
+            && r.offer_failures * self.params.high < 1.0;
         self.robust.burst_tested = None;
         let Judgement::Breach(frac) = judgement else {
             return None;
         };
-        if frac >= BURST_MIN_FRAC && (unprovoked || contradicted) {
+        if frac >= BURST_MIN_FRAC && (unprovoked || contradicted || grain_calm || thin_opening) {
             return Some(Burst {
                 from,
                 frac,
@@ -66,6 +92,7 @@ impl ThrottleGovernor {
                 owed: before.owed,
                 dwell: before.dwell,
                 waits: if contradicted { BURST_TEST_WAITS } else { 0 },
+                needs_ongoing: !(unprovoked || contradicted || grain_calm),
             });
         }
         if held {

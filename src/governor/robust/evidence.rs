@@ -9,7 +9,7 @@
 
 use super::background::Thresholds;
 use super::state::{Judgement, Verdict};
-use super::stats::{significant_breach, significantly_above};
+use super::stats::{one_worker_ruled_out, significant_breach, significantly_above};
 use super::tunables::{BREACH_WINDOWS, BURST_NOT_FALLING, PLATEAU_SHARE, THIN_EXCUSE_HIGHS};
 use crate::governor::{Evidence, HoldReason, ThrottleGovernor, SAFE_ZONE};
 
@@ -41,10 +41,13 @@ impl ThrottleGovernor {
         if let Some(burst) = self.robust.burst.take() {
             // Congestion answers a lower offer with fewer failures; a burst
             // does not care, and a one-window burst is simply over.
-            if frac < self.robust.thresholds.clean_below {
+            if frac < self.robust.thresholds.clean_below && !burst.needs_ongoing {
                 return Verdict::BurstOver(burst, false);
             }
-            if frac >= BURST_NOT_FALLING * burst.frac {
+            // The opening's test asks for failures that go on for sure: on
+            // a few attempts, a background failure fails "as much".
+            let shown = !burst.needs_ongoing || significant_breach(failures, attempts, p.high);
+            if frac >= BURST_NOT_FALLING * burst.frac && shown {
                 if burst.waits > 0 {
                     self.robust.burst = Some(super::state::Burst {
                         waits: burst.waits - 1,
@@ -166,6 +169,31 @@ impl ThrottleGovernor {
             return Verdict::Decide {
                 judgement,
                 evidence,
+            };
+        }
+        // `gentle`, an integer knob: the smallest overload is one worker
+        // of `offer`, who fails the one attempt in `offer` it makes. No
+        // failure since the last one at this offer among about 3 attempts
+        // a worker rules that out (at 5 %), on far fewer attempts than
+        // `1 / low` when the offer is small.
+        r.clean_run_attempts = if failures > 0.0 {
+            0.0
+        } else {
+            r.clean_run_attempts + attempts
+        };
+        if r.tunables.prove_the_band
+            && p.control.is_integer()
+            && one_worker_ruled_out(r.clean_run_attempts, offer)
+        {
+            let run = r.clean_run_attempts;
+            r.clean_run_attempts = 0.0;
+            return Verdict::Decide {
+                judgement: Judgement::Clean(0.0),
+                evidence: Some(Evidence {
+                    attempts: run,
+                    failures: 0.0,
+                    windows: r.pool_windows,
+                }),
             };
         }
         // Slow start climbs on one clean window, as fast as the default;

@@ -40,6 +40,9 @@ pub struct RobustState {
     pub(super) offer_recent: [(f64, f64); BREACH_WINDOWS],
     /// How many of `offer_recent` are filled.
     pub(super) offer_len: usize,
+    /// `gentle`: attempts at the current offer since its last failure (or
+    /// the last verdict): the worker-grain test's run.
+    pub(super) clean_run_attempts: f64,
     /// Set right after a Down: the next window settles.
     pub(super) settle: bool,
     /// The fraction that caused the last Down.
@@ -131,6 +134,7 @@ impl RobustState {
             offer_failures: 0.0,
             offer_recent: [(0.0, 0.0); BREACH_WINDOWS],
             offer_len: 0,
+            clean_run_attempts: 0.0,
             settle: false,
             last_down_frac: 0.0,
             reprobe: None,
@@ -180,6 +184,7 @@ impl RobustState {
         self.offer_attempts = 0.0;
         self.offer_failures = 0.0;
         self.offer_len = 0;
+        self.clean_run_attempts = 0.0;
         self.clean_run = 0;
         self.clean_attempts = 0.0;
     }
@@ -253,6 +258,9 @@ pub(super) struct Burst {
     /// Windows the test still waits at the lower offer while the failures
     /// go on (a breach below an offer held clean), 0 for the older test.
     pub(super) waits: u32,
+    /// Only failures that go on at the lower offer show this one a burst:
+    /// a clean settle window is congestion's answer too (the opening's).
+    pub(super) needs_ongoing: bool,
 }
 
 /// What the robust decision does besides the raw decision.

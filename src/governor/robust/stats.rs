@@ -9,7 +9,7 @@
 //!
 //! What it may touch: nothing; pure functions of counts.
 
-use super::tunables::EVIDENCE_ALPHA;
+use super::tunables::{EVIDENCE_ALPHA, GRAIN_ALPHA};
 
 /// `ln(n!)`: exact below 20, else Stirling's series (error below 1e-12).
 pub(super) fn ln_factorial(n: f64) -> f64 {
@@ -116,4 +116,16 @@ pub(super) fn significantly_more_than(
     }
     let share = attempts / (attempts + ref_attempts);
     binomial_tail(failures, failures + ref_failures, share) <= alpha
+}
+
+/// Whether `attempts` without a failure, at `offer` workers, rule out (at
+/// [`GRAIN_ALPHA`]) that one worker of them is over a rejecting wall: that
+/// worker would make one in `offer` of the attempts and fail each, so none
+/// failing has probability `(1 - 1 / offer)^attempts`. About `3 offer`
+/// attempts; 1 at one worker, whose wall would fail everything.
+pub(super) fn one_worker_ruled_out(attempts: f64, offer: f64) -> bool {
+    if attempts < 1.0 {
+        return false;
+    }
+    offer <= 1.0 || attempts * (1.0 - 1.0 / offer).ln() <= GRAIN_ALPHA.ln()
 }

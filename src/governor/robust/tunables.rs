@@ -76,6 +76,11 @@ pub const THIN_EXCUSE_HIGHS: f64 = 2.0;
 /// windows before it returns (a burst lasts a few windows; waiting at the
 /// lower offer fails fewer attempts than returning into it).
 pub const BURST_TEST_WAITS: u32 = 2;
+/// `gentle`, an integer knob: a run of attempts at `offer` workers without
+/// a failure rules out one worker over a rejecting wall when it would
+/// happen at most this often (5 %: about `3 offer` attempts;
+/// the `stats` module).
+pub const GRAIN_ALPHA: f64 = 0.05;
 /// Windows at the current offer that the breach test pools.
 pub const BREACH_WINDOWS: usize = 8;
 
