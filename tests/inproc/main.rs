@@ -33,3 +33,4 @@ mod push;
 mod reload;
 mod silent_opening;
 mod sim_http;
+mod thin_windows;
