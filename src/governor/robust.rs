@@ -66,15 +66,15 @@
 //!   band; or
 //! - in slow start (`last_bad` unset), a *clean window* on its own: climbing
 //!   on thin evidence stays as fast as the default's; or
-//! - `gentle`, on a concurrency knob: a *run without a failure* that rules
-//!   out one worker over a rejecting wall ([`GRAIN_ALPHA`], 5 %: about
-//!   `3 offer` attempts since the last failure at the offer; `stats::
-//!   one_worker_ruled_out`). At small offers that is far fewer than
-//!   `1 / low`: a worker over the wall fails the one attempt in `offer`
-//!   that it makes, so 11 attempts at 4 workers without a failure are
-//!   clean. Without it a run that backed off to 2 or 3 workers on a tool
-//!   making a third of an attempt a worker a window waited hundreds of
-//!   windows for 100 attempts (`bursts n=40`).
+//! - `gentle` ([`Tunables::worker_grain`]), on a concurrency knob: a *run
+//!   without a failure* that rules out one worker over a rejecting wall
+//!   ([`GRAIN_ALPHA`], 5 %: about `3 offer` attempts since the last
+//!   failure at the offer; `stats::one_worker_ruled_out`). At small
+//!   offers that is far fewer than `1 / low`: a worker over the wall fails
+//!   the one attempt in `offer` that it makes, so 11 attempts at 4 workers
+//!   without a failure are clean. Without it a run that backed off to 2
+//!   or 3 workers on a tool making a third of an attempt a worker a window
+//!   waited hundreds of windows for 100 attempts (`bursts n=40`).
 //!
 //! **Decreases act at once, then settle (fixes 2).** A significant breach
 //! backs off at once. The window right after a Down may still carry the

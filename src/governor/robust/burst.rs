@@ -67,7 +67,7 @@ impl ThrottleGovernor {
         // about 3 attempts a worker); a large breach now is a change, not
         // this offer's doing, even on a probe.
         let (calm_n, calm_f) = r.offer_all;
-        let grain_calm = r.tunables.test_breaches_below_held
+        let grain_calm = r.tunables.worker_grain
             && self.params.control.is_integer()
             && calm_f == 0.0
             && one_worker_ruled_out(calm_n, from);

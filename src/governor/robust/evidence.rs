@@ -181,7 +181,7 @@ impl ThrottleGovernor {
         } else {
             r.clean_run_attempts + attempts
         };
-        if r.tunables.prove_the_band
+        if r.tunables.worker_grain
             && p.control.is_integer()
             && one_worker_ruled_out(r.clean_run_attempts, offer)
         {

@@ -111,6 +111,11 @@ pub struct Tunables {
     /// more, so a wall there is not the likely reading; `false`: robust's
     /// rule, where only an unprovoked breach is tested.
     pub test_breaches_below_held: bool,
+    /// On a concurrency knob, a run without a failure that rules out one
+    /// worker over a wall ([`GRAIN_ALPHA`]) is a clean verdict, and a
+    /// large breach after one is tested as a burst; `false`: robust's
+    /// rules, where a clean verdict needs `1 / low` attempts.
+    pub worker_grain: bool,
 }
 
 impl Tunables {
@@ -120,6 +125,7 @@ impl Tunables {
         prove_the_band: false,
         cap_thin_excuse: false,
         test_breaches_below_held: false,
+        worker_grain: false,
     };
     /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
     pub const GENTLE: Tunables = Tunables {
@@ -127,6 +133,7 @@ impl Tunables {
         prove_the_band: true,
         cap_thin_excuse: true,
         test_breaches_below_held: true,
+        worker_grain: true,
     };
 }
 
