@@ -40,8 +40,11 @@ pub struct RobustState {
     pub(super) offer_recent: [(f64, f64); BREACH_WINDOWS],
     /// How many of `offer_recent` are filled.
     pub(super) offer_len: usize,
-    /// `gentle`: attempts at the current offer since its last failure (or
-    /// the last verdict): the worker-grain test's run.
+    /// `gentle`: attempts at the current offer since its last failure, or
+    /// since the last verdict the run gave: the worker grain's run. A
+    /// verdict on a full pool leaves it running (measured: consuming it
+    /// there too cost `bursts n=40` 0.901 → 0.839 of the oracle's goodput
+    /// at 600 × 30).
     pub(super) clean_run_attempts: f64,
     /// Set right after a Down: the next window settles.
     pub(super) settle: bool,
