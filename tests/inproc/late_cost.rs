@@ -54,15 +54,10 @@ async fn the_next_probe_waits_for_the_late_failures_of_the_last() {
         .await
         .expect("throttle_probe_late_failures_total is exported from the start");
     running.shutdown(Duration::from_secs(5)).await;
-    let (changes, failures) = {
+    let (changes, failures, path) = {
         let st = tool.state.lock().unwrap();
-        (st.changes.clone(), st.failures)
+        (st.changes.clone(), st.failures, st.path())
     };
-    let t0 = changes[0].0;
-    let path: Vec<(f64, f64)> = changes
-        .iter()
-        .map(|c| ((c.0 - t0).as_secs_f64(), c.1))
-        .collect();
     let stays = over_stays(&changes);
     eprintln!(
         "late failures charged {late:.0}; the fake failed {failures:.0}; (s, workers) {path:.1?}"

@@ -38,14 +38,21 @@ const BURST: f64 = 0.6;
 /// The burst ends at the latest this long after it began.
 const BURST_MAX: Duration = Duration::from_secs(4);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_opening_burst_on_thin_windows_does_not_cap_the_climb() {
-    let tool = FakeTool::start(1_000.0, 1.0).await;
+/// A fake tool at `capacity` whose workers make [`PER_WORKER_PER_SEC`]
+/// attempts a second each, served in whole attempts.
+async fn thin_tool(capacity: f64) -> FakeTool {
+    let tool = FakeTool::start(capacity, 1.0).await;
     {
         let mut st = tool.state.lock().unwrap();
         st.per_worker = PER_WORKER_PER_SEC / 100.0;
         st.whole = true;
     }
+    tool
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opening_burst_on_thin_windows_does_not_cap_the_climb() {
+    let tool = thin_tool(1_000.0).await;
     let running = tool.govern(64, 1000, "").await;
     let deadline = Instant::now() + Duration::from_secs(45);
     // The burst begins when the workers first reach 16, and ends when they
@@ -78,12 +85,10 @@ async fn an_opening_burst_on_thin_windows_does_not_cap_the_climb() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     running.shutdown(Duration::from_secs(5)).await;
-    let changes = tool.state.lock().unwrap().changes.clone();
-    let t0 = changes[0].0;
-    let path: Vec<(f64, f64)> = changes
-        .iter()
-        .map(|c| ((c.0 - t0).as_secs_f64(), c.1))
-        .collect();
+    let (changes, path) = {
+        let st = tool.state.lock().unwrap();
+        (st.changes.clone(), st.path())
+    };
     eprintln!("(s, workers) {path:.1?}");
     let began = began.unwrap_or_else(|| panic!("the opening never reached 16: {path:.1?}"));
     assert!(fell, "the burst was not backed off: {path:.1?}");
@@ -118,12 +123,7 @@ async fn an_opening_burst_on_thin_windows_does_not_cap_the_climb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn below_a_wall_thin_windows_climb_by_runs_that_rule_out_one_worker() {
     const WALL: f64 = 12.0;
-    let tool = FakeTool::start(WALL, 1.0).await;
-    {
-        let mut st = tool.state.lock().unwrap();
-        st.per_worker = PER_WORKER_PER_SEC / 100.0;
-        st.whole = true;
-    }
+    let tool = thin_tool(WALL).await;
     let running = tool.govern(64, 1000, "").await;
     let deadline = Instant::now() + Duration::from_secs(60);
     // Until the probes reached the wall's first offer over it after the
@@ -143,12 +143,10 @@ async fn below_a_wall_thin_windows_climb_by_runs_that_rule_out_one_worker() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     running.shutdown(Duration::from_secs(5)).await;
-    let changes = tool.state.lock().unwrap().changes.clone();
-    let t0 = changes[0].0;
-    let path: Vec<(f64, f64)> = changes
-        .iter()
-        .map(|c| ((c.0 - t0).as_secs_f64(), c.1))
-        .collect();
+    let (changes, path) = {
+        let st = tool.state.lock().unwrap();
+        (st.changes.clone(), st.path())
+    };
     eprintln!("(s, workers) {path:.1?}");
     let peak = changes
         .iter()

@@ -114,6 +114,18 @@ impl FakeState {
         self.workers = w;
     }
 
+    /// Every change of the workers as (seconds since the first, workers):
+    /// the trajectory a test prints and asserts on.
+    pub fn path(&self) -> Vec<(f64, f64)> {
+        let Some(&(t0, _)) = self.changes.first() else {
+            return Vec::new();
+        };
+        self.changes
+            .iter()
+            .map(|c| ((c.0 - t0).as_secs_f64(), c.1))
+            .collect()
+    }
+
     /// The distinct worker counts the fake ran between `from` and `to`.
     pub fn workers_between(&self, from: std::time::Instant, to: std::time::Instant) -> Vec<f64> {
         let mut out: Vec<f64> = Vec::new();
