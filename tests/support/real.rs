@@ -451,98 +451,105 @@ impl Locust {
         let dir = super::TempDir::new("locust");
         let file = dir.path("locustfile.py");
         std::fs::write(&file, locustfile).unwrap();
-        let port = super::free_port();
-        let mut cmd = std::process::Command::new(&locust);
-        cmd.current_dir(&dir.0).args([
-            "-f",
-            file.to_str().unwrap(),
-            "--web-host",
-            "127.0.0.1",
-            "--web-port",
-            &port.to_string(),
-            "--autostart",
-            "--users",
-            "1",
-            "--spawn-rate",
-            "10",
-            "--host",
-            host,
-            "--loglevel",
-            "WARNING",
-        ]);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let master_port = super::free_port();
-        if workers > 0 {
-            cmd.args([
-                "--master",
-                "--master-bind-host",
-                "127.0.0.1",
-                "--master-bind-port",
-                &master_port.to_string(),
-                "--expect-workers",
-                &workers.to_string(),
-            ]);
-        }
-        let mut procs = vec![super::ChildGuard::spawn(
-            "locust",
-            cmd,
-            dir.path("locust.log"),
-        )];
-        for i in 0..workers {
-            let mut w = std::process::Command::new(&locust);
-            w.current_dir(&dir.0).args([
+        for attempt in 1..=3 {
+            let port = super::free_port();
+            let mut cmd = std::process::Command::new(&locust);
+            cmd.current_dir(&dir.0).args([
                 "-f",
                 file.to_str().unwrap(),
-                "--worker",
-                "--master-host",
+                "--web-host",
                 "127.0.0.1",
-                "--master-port",
-                &master_port.to_string(),
+                "--web-port",
+                &port.to_string(),
+                "--autostart",
+                "--users",
+                "1",
+                "--spawn-rate",
+                "10",
+                "--host",
+                host,
                 "--loglevel",
                 "WARNING",
             ]);
             for (k, v) in env {
-                w.env(k, v);
+                cmd.env(k, v);
             }
-            procs.push(super::ChildGuard::spawn(
-                "locust worker",
-                w,
-                dir.path(&format!("worker-{i}.log")),
-            ));
-        }
-        let web = format!("http://127.0.0.1:{port}");
-        let s = Locust { web, procs, dir };
-        let stats = format!("{}/stats/requests", s.web);
-        let up = super::wait_until(Duration::from_secs(40), || {
-            let stats = stats.clone();
-            async move {
-                let Ok(v) = tokio::time::timeout(Duration::from_secs(2), async {
-                    reqwest::get(&stats)
-                        .await?
-                        .json::<serde_json::Value>()
-                        .await
-                })
-                .await
-                else {
-                    return false;
-                };
-                let Ok(v) = v else { return false };
-                workers == 0 || v["workers"].as_array().map_or(0, |w| w.len()) >= workers
+            let master_port = super::free_port();
+            if workers > 0 {
+                cmd.args([
+                    "--master",
+                    "--master-bind-host",
+                    "127.0.0.1",
+                    "--master-bind-port",
+                    &master_port.to_string(),
+                    "--expect-workers",
+                    &workers.to_string(),
+                ]);
             }
-        })
-        .await;
-        assert!(
-            up,
-            "Locust never came up with {workers} workers:\n{}",
-            s.procs
+            let mut procs = vec![super::ChildGuard::spawn(
+                "locust",
+                cmd,
+                dir.path("locust.log"),
+            )];
+            for i in 0..workers {
+                let mut w = std::process::Command::new(&locust);
+                w.current_dir(&dir.0).args([
+                    "-f",
+                    file.to_str().unwrap(),
+                    "--worker",
+                    "--master-host",
+                    "127.0.0.1",
+                    "--master-port",
+                    &master_port.to_string(),
+                    "--loglevel",
+                    "WARNING",
+                ]);
+                for (k, v) in env {
+                    w.env(k, v);
+                }
+                procs.push(super::ChildGuard::spawn(
+                    "locust worker",
+                    w,
+                    dir.path(&format!("worker-{i}.log")),
+                ));
+            }
+            let web = format!("http://127.0.0.1:{port}");
+            let stats = format!("{web}/stats/requests");
+            let up = super::wait_until(Duration::from_secs(40), || {
+                let stats = stats.clone();
+                async move {
+                    let Ok(v) = tokio::time::timeout(Duration::from_secs(2), async {
+                        reqwest::get(&stats)
+                            .await?
+                            .json::<serde_json::Value>()
+                            .await
+                    })
+                    .await
+                    else {
+                        return false;
+                    };
+                    let Ok(v) = v else { return false };
+                    workers == 0 || v["workers"].as_array().map_or(0, |w| w.len()) >= workers
+                }
+            })
+            .await;
+            if up {
+                return Some(Locust { web, procs, dir });
+            }
+            let tails = procs
                 .iter()
                 .map(|p| p.tail())
                 .collect::<Vec<_>>()
-                .join("\n---\n")
-        );
-        Some(s)
+                .join("\n---\n");
+            // Another process took a port between `free_port` and Locust's
+            // bind (tests run in parallel): new ports, at most three times.
+            assert!(
+                attempt < 3 && tails.contains("Address already in use"),
+                "Locust never came up with {workers} workers:\n{tails}"
+            );
+            drop(procs);
+        }
+        unreachable!("the loop returns or panics")
     }
 
     /// Whether every Locust process is still running.
