@@ -76,11 +76,7 @@ async fn secrets_never_appear_anywhere() {
         format!("Bearer {TOKEN_FILE_SECRET}"),
         basic("ops", PASSWORD_ENV_SECRET),
     ));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::free_port();
     let path = dir().join("secret.toml");
     std::fs::write(&path, config(&tool, &format!("127.0.0.1:{port}"))).unwrap();
 

@@ -116,12 +116,48 @@ impl Drop for TempDir {
 }
 
 /// A free port on 127.0.0.1 (bound and released; the caller binds it soon).
+///
+/// It comes from below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`), never from `bind(0)`: the kernel hands
+/// ephemeral ports to every outgoing connection, and the load tools under
+/// test open thousands, so a port released by `bind(0)` could become some
+/// connection's source port before the tool bound it (CI run 57: Locust's
+/// "Address already in use"). Below the range only another `bind` to that
+/// exact port can take it. A per-process counter from a random start never
+/// hands the same port out twice in one test binary.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FLOOR: u32 = 10_000;
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    if ephemeral_low < FLOOR + 1_000 {
+        // No room below the range on this machine: the kernel's pick.
+        return std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+    }
+    let span = ephemeral_low - FLOOR;
+    static START: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(|| {
+        std::process::id().wrapping_mul(2_654_435_761)
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos()
+    });
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FLOOR + start.wrapping_add(n) % span) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 between {FLOOR} and {ephemeral_low}")
 }
 
 /// A running `throttle-governor sim`.
