@@ -244,7 +244,14 @@
 //!   counts, all told, pass both tests is taken as that band
 //!   (`wall_under_clean` in `probe`): on ~100 attempts a verdict,
 //!   one worker over a wall shows a failure now and then, and most pools
-//!   there are clean. `robust` keeps the patience of [`BAND_PATIENCE`] verdicts: the
+//!   there are clean. Without an estimate (a run that never went back
+//!   under the safe zone), a band whose counts, all told, are above the
+//!   clean level at 0.1 % and fail more than the offers just below at
+//!   [`FOLLOWS_LOAD_ALPHA`] (1 %) is left the same way: those offers hold
+//!   one verdict's attempts, too few for the 0.1 % comparison ever to
+//!   tell two workers over a wall (`rejector n=40`: a probe sat there for
+//!   440 of 600 windows). `robust` keeps the patience of
+//!   [`BAND_PATIENCE`] verdicts: the
 //!   proof costs about 2 % of goodput on `knee` and `step` (robust's goal
 //!   keeps it within 2 % of the seed's).
 //! - `gentle` only ([`Tunables::cap_thin_excuse`]): a thin estimate (under
@@ -305,9 +312,9 @@ pub use stats::binomial_tail;
 pub use tunables::{
     Tunables, BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BAND_RETREAT_ABOVE, BREACH_WINDOWS,
     BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, BURST_TEST_WAITS, CLEAR_BELOW, EVIDENCE_ALPHA,
-    GENTLE_MAX_COST_DWELL, GRAIN_ALPHA, MAX_COST_DWELL, MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE,
-    REPROBE_START, SILENCE_EXPECTED, SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN,
-    SLOW_START_MIN_GAIN, THIN_EXCUSE_HIGHS,
+    FOLLOWS_LOAD_ALPHA, GENTLE_MAX_COST_DWELL, GRAIN_ALPHA, MAX_COST_DWELL, MAX_DWELL,
+    PLATEAU_SHARE, PROBE_COST_SHARE, REPROBE_START, SILENCE_EXPECTED, SLOW_START_DOUBLING_BELOW,
+    SLOW_START_GAIN, SLOW_START_MIN_GAIN, THIN_EXCUSE_HIGHS,
 };
 
 use super::{

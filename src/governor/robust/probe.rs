@@ -10,7 +10,8 @@
 use super::state::{Judgement, Move};
 use super::stats::{significantly_above_at, significantly_more_than};
 use super::tunables::{
-    BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BURST_NOT_FALLING, SLOW_START_DOUBLING_BELOW,
+    BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BURST_NOT_FALLING, FOLLOWS_LOAD_ALPHA,
+    SLOW_START_DOUBLING_BELOW,
 };
 use crate::governor::{back_off_factor, probe_step, safe_zone_top, Decision, ThrottleGovernor};
 
@@ -89,10 +90,27 @@ impl ThrottleGovernor {
                 // (0 failures just below tell one worker over a wall in a
                 // few failures), taken when the offer's counts are at or
                 // above the clean level all told.
-                let shown_here = r.tunables.prove_the_band && {
-                    let (bn, bf) = r.background.below(from);
-                    significantly_more_than(failed, n, bf, bn, BAND_PROOF_ALPHA)
-                };
+                let (bn, bf) = r.background.below(from);
+                let shown_here = r.tunables.prove_the_band
+                    && significantly_more_than(failed, n, bf, bn, BAND_PROOF_ALPHA);
+                // Without a background estimate, the offer's own counts
+                // can still prove it above the clean level, but a
+                // background above `low` would too: the offers just below
+                // must also fail less (at [`FOLLOWS_LOAD_ALPHA`]), so that
+                // the failures follow the load. Over a run that never went
+                // back below the wall's safe zone, those offers hold a few
+                // hundred attempts: too few for `shown_here` ever to tell
+                // two workers over a wall (2 %) from 0 failures there at
+                // 0.1 %, and the probe sat in the band for good.
+                let follows_load = r.tunables.prove_the_band
+                    && !by_counts
+                    && significantly_above_at(
+                        failed,
+                        n,
+                        r.thresholds.clean_below,
+                        BAND_PROOF_ALPHA,
+                    )
+                    && significantly_more_than(failed, n, bf, bn, FOLLOWS_LOAD_ALPHA);
                 let lasting = if by_counts {
                     significantly_above_at(failed, n, r.thresholds.clean_below, BAND_PROOF_ALPHA)
                         || (shown_here && failed >= r.thresholds.clean_below * n)
@@ -101,7 +119,7 @@ impl ThrottleGovernor {
                     // `gentle` steps down out of any lasting band: if one
                     // probe lower fails as much, the step excuses the counts
                     // (below), and the background is measured after all.
-                    shown_here || r.band_run >= BAND_PATIENCE
+                    shown_here || follows_load || r.band_run >= BAND_PATIENCE
                 } else {
                     f <= r.thresholds.retreat_above() && r.band_run >= BAND_PATIENCE
                 };
@@ -114,7 +132,7 @@ impl ThrottleGovernor {
                         }
                     }
                 }
-                if lasting && (by_counts || shown_here) {
+                if lasting && (by_counts || shown_here || follows_load) {
                     if let Some(start) = r.probing_from.filter(|&s| s < from) {
                         return (Decision::Down(start.max(p.floor)), Move::Retreat);
                     }

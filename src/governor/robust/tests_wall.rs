@@ -3,6 +3,9 @@
 //! significantly more than the offers just below goes back at once; a
 //! band under the clean level all told does not; and a clean pool at an
 //! offer that, all told, fails more than the offers below is the band.
+//! Without an estimate (fourteenth round), a band proven above the clean
+//! level goes back when the offers below fail less at 1 %, and waits for
+//! the patience when they do not.
 //! Each test sets `gentle` against `robust`, which keeps the older rules,
 //! so that it fails if its rule goes.
 
@@ -88,4 +91,50 @@ fn a_clean_pool_at_an_offer_that_fails_more_than_below_all_told_is_the_band() {
         r.wall_under_clean(Judgement::Clean(0.008)),
         Judgement::Clean(0.008)
     );
+}
+
+/// A probe from 95 to 97 under a wall remembered at 100, with no
+/// background estimate: 95 is past the safe zone (75), so no window
+/// witnesses the background. The window at 95 has 400 attempts and
+/// `failed_below` failures; it is the only offer below.
+fn probe_without_an_estimate(profile: Profile, failed_below: f64) -> super::ThrottleGovernor {
+    let mut g = governor(profile, 95.0, Some(100.0));
+    assert_to(&g.step(400.0, failed_below), "up", 97.0);
+    assert!(g.robust.thresholds.estimate.is_none());
+    g
+}
+
+#[test]
+fn without_an_estimate_a_band_that_follows_the_load_goes_back_as_a_failed_probe() {
+    // 7 of 400 a window (1.75 %) at 97: under the retreat level, and 0 of
+    // 400 at 95. After 6 windows the counts, 42 of 2,400, are above the
+    // clean level (1 %) at 0.1 % and above 95's at 1 % (0.857^42 = 0.15 %),
+    // but not at 0.1 %: the comparison alone would wait about 40 windows
+    // (its limit is e^-7), the patience 12. Gentle goes back to 95 as a
+    // failed probe, owing its cost; robust holds for its patience.
+    let mut g = probe_without_an_estimate(Profile::Gentle, 0.0);
+    for _ in 1..6 {
+        assert_hold(&g.step(400.0, 7.0), HoldReason::DeadBand);
+    }
+    assert_to(&g.step(400.0, 7.0), "down", 95.0);
+    assert!(g.robust.owed.is_some(), "a failed probe owes its cost");
+
+    let mut r = probe_without_an_estimate(Profile::Robust, 0.0);
+    for _ in 1..BAND_PATIENCE {
+        assert_hold(&r.step(400.0, 7.0), HoldReason::DeadBand);
+    }
+}
+
+#[test]
+fn without_an_estimate_a_band_the_offer_below_shares_waits_for_the_patience() {
+    // 3 of 400 at 95 (0.75 %, clean): a background of about 1.75 % would
+    // show that few 8 % of the time, so the failures at 97 need not follow
+    // the load. Gentle holds the band until its patience, then steps down
+    // one probe (not as a failed probe).
+    let mut g = probe_without_an_estimate(Profile::Gentle, 3.0);
+    for _ in 1..BAND_PATIENCE {
+        assert_hold(&g.step(400.0, 7.0), HoldReason::DeadBand);
+    }
+    assert_to(&g.step(400.0, 7.0), "down", 95.0);
+    assert!(g.robust.owed.is_none(), "{:?}", g.robust.owed);
 }
