@@ -50,6 +50,21 @@ async fn thin_tool(capacity: f64) -> FakeTool {
     tool
 }
 
+/// Stops the controller and returns the fake's changes of the workers and
+/// its trajectory in seconds (printed, for a failure's context).
+async fn stop(
+    running: throttle_governor::runtime::supervisor::Running,
+    tool: &FakeTool,
+) -> (Vec<(Instant, f64)>, Vec<(f64, f64)>) {
+    running.shutdown(Duration::from_secs(5)).await;
+    let (changes, path) = {
+        let st = tool.state.lock().unwrap();
+        (st.changes.clone(), st.path())
+    };
+    eprintln!("(s, workers) {path:.1?}");
+    (changes, path)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_opening_burst_on_thin_windows_does_not_cap_the_climb() {
     let tool = thin_tool(1_000.0).await;
@@ -84,12 +99,7 @@ async fn an_opening_burst_on_thin_windows_does_not_cap_the_climb() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    running.shutdown(Duration::from_secs(5)).await;
-    let (changes, path) = {
-        let st = tool.state.lock().unwrap();
-        (st.changes.clone(), st.path())
-    };
-    eprintln!("(s, workers) {path:.1?}");
+    let (changes, path) = stop(running, &tool).await;
     let began = began.unwrap_or_else(|| panic!("the opening never reached 16: {path:.1?}"));
     assert!(fell, "the burst was not backed off: {path:.1?}");
     // The back-off's lowest point during the burst: the last clean offer,
@@ -142,12 +152,7 @@ async fn below_a_wall_thin_windows_climb_by_runs_that_rule_out_one_worker() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    running.shutdown(Duration::from_secs(5)).await;
-    let (changes, path) = {
-        let st = tool.state.lock().unwrap();
-        (st.changes.clone(), st.path())
-    };
-    eprintln!("(s, workers) {path:.1?}");
+    let (changes, path) = stop(running, &tool).await;
     let peak = changes
         .iter()
         .position(|c| c.1 >= 16.0)

@@ -451,12 +451,22 @@ impl Locust {
         let dir = super::TempDir::new("locust");
         let file = dir.path("locustfile.py");
         std::fs::write(&file, locustfile).unwrap();
+        // One Locust process: `-f` the file, `args`, the environment.
+        let command = |args: &[&str]| {
+            let mut cmd = std::process::Command::new(&locust);
+            cmd.current_dir(&dir.0)
+                .arg("-f")
+                .arg(&file)
+                .args(args)
+                .args(["--loglevel", "WARNING"]);
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            cmd
+        };
         for attempt in 1..=3 {
             let port = super::free_port();
-            let mut cmd = std::process::Command::new(&locust);
-            cmd.current_dir(&dir.0).args([
-                "-f",
-                file.to_str().unwrap(),
+            let mut cmd = command(&[
                 "--web-host",
                 "127.0.0.1",
                 "--web-port",
@@ -468,12 +478,7 @@ impl Locust {
                 "10",
                 "--host",
                 host,
-                "--loglevel",
-                "WARNING",
             ]);
-            for (k, v) in env {
-                cmd.env(k, v);
-            }
             let master_port = super::free_port();
             if workers > 0 {
                 cmd.args([
@@ -492,21 +497,13 @@ impl Locust {
                 dir.path("locust.log"),
             )];
             for i in 0..workers {
-                let mut w = std::process::Command::new(&locust);
-                w.current_dir(&dir.0).args([
-                    "-f",
-                    file.to_str().unwrap(),
+                let w = command(&[
                     "--worker",
                     "--master-host",
                     "127.0.0.1",
                     "--master-port",
                     &master_port.to_string(),
-                    "--loglevel",
-                    "WARNING",
                 ]);
-                for (k, v) in env {
-                    w.env(k, v);
-                }
                 procs.push(super::ChildGuard::spawn(
                     "locust worker",
                     w,

@@ -91,6 +91,8 @@ impl ThrottleGovernor {
                 // few failures), taken when the offer's counts are at or
                 // above the clean level all told.
                 let (bn, bf) = r.background.below(from);
+                let above_clean =
+                    significantly_above_at(failed, n, r.thresholds.clean_below, BAND_PROOF_ALPHA);
                 let shown_here = r.tunables.prove_the_band
                     && significantly_more_than(failed, n, bf, bn, BAND_PROOF_ALPHA);
                 // Without a background estimate, the offer's own counts
@@ -104,15 +106,10 @@ impl ThrottleGovernor {
                 // 0.1 %, and the probe sat in the band for good.
                 let follows_load = r.tunables.prove_the_band
                     && !by_counts
-                    && significantly_above_at(
-                        failed,
-                        n,
-                        r.thresholds.clean_below,
-                        BAND_PROOF_ALPHA,
-                    )
+                    && above_clean
                     && significantly_more_than(failed, n, bf, bn, FOLLOWS_LOAD_ALPHA);
                 let lasting = if by_counts {
-                    significantly_above_at(failed, n, r.thresholds.clean_below, BAND_PROOF_ALPHA)
+                    above_clean
                         || (shown_here && failed >= r.thresholds.clean_below * n)
                         || r.band_run >= BAND_PATIENCE
                 } else if r.tunables.prove_the_band {
