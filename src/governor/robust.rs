@@ -394,6 +394,7 @@ impl ThrottleGovernor {
             self.robust.probing_from = None;
             self.robust.in_episode = false;
             self.robust.last_clean = Some(from);
+            self.robust.clean_counts = self.robust.offer_all;
             self.robust.held_clean = Some(self.robust.held_clean.map_or(from, |h| h.max(from)));
             self.robust.burst_tested = None;
             self.robust.ongoing_returns = 0;
@@ -443,6 +444,14 @@ impl ThrottleGovernor {
             }
         }
 
+        if clean && !memory_cleared && self.breach_refuted(from) {
+            self.state.last_bad = None;
+            self.state.clean_streak = 0;
+            memory_cleared = true;
+            self.robust.reprobe = Some((REPROBE_START * from).max(1.0));
+            self.robust.dwell = 1;
+            self.robust.owed = None;
+        }
         let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up, plateau);
         let offer_all = self.robust.offer_all;
         if kind == Move::Excuse {
@@ -492,6 +501,9 @@ impl ThrottleGovernor {
                     Some(prev) if self.robust.in_episode => prev.max(from),
                     _ => from,
                 };
+                if matches!(judgement, Judgement::Breach(_)) && bad == from {
+                    self.robust.last_breach = Some((from, attempts, failures));
+                }
                 self.robust.burst = self.burst_test(
                     judgement,
                     from,
@@ -501,6 +513,7 @@ impl ThrottleGovernor {
                         steady,
                         owed: owed_before,
                         dwell: dwell_before,
+                        window: (attempts, failures),
                     },
                 );
                 self.robust.moved();
@@ -580,5 +593,7 @@ mod tests_burst;
 mod tests_grain;
 #[cfg(test)]
 mod tests_thin;
+#[cfg(test)]
+mod tests_unexplained;
 #[cfg(test)]
 mod tests_wall;

@@ -8,11 +8,23 @@
 //! seeds). The test decides which Downs are provisional; the settle window
 //! ([`super::evidence`]) judges them; [`ThrottleGovernor::burst_over`]
 //! undoes one that was a burst, with the memory as it was.
+//!
+//! `gentle` also reads a breach's size ([`Tunables::test_unexplained_breaches`]):
+//! a rejecting wall fails only the share of the offer above it, so a breach
+//! far larger than the step from the last clean offer could cause is tested
+//! as a burst, and a clean verdict far under the breach that set `last_bad`
+//! refutes it ([`ThrottleGovernor::breach_refuted`]). Both only on breaches
+//! a return would pay little for (fewer than `1 / high` failures), and
+//! never at or above a cliff: an offer where such a breach came back.
 
 use super::state::{Burst, Judgement, Move};
-use super::stats::one_worker_ruled_out;
-use super::tunables::{BURST_MIN_FRAC, BURST_STEADY, BURST_TEST_WAITS};
-use crate::governor::{probe_step, Decision, HoldReason, Outcome, Signal, ThrottleGovernor};
+use super::stats::{one_worker_ruled_out, significantly_above_at};
+#[cfg(doc)]
+use super::tunables::Tunables;
+use super::tunables::{BURST_MIN_FRAC, BURST_STEADY, BURST_TEST_WAITS, EVIDENCE_ALPHA};
+use crate::governor::{
+    probe_step, wilson_interval, Decision, HoldReason, Outcome, Signal, ThrottleGovernor,
+};
 
 /// What a Down's burst test reads of the verdict and the memory before it.
 pub(super) struct BeforeDown {
@@ -25,6 +37,8 @@ pub(super) struct BeforeDown {
     /// The cost owed and the probe dwell before this verdict's Down.
     pub(super) owed: Option<(f64, f64)>,
     pub(super) dwell: u32,
+    /// The deciding window's (attempts, failures).
+    pub(super) window: (f64, f64),
 }
 
 impl ThrottleGovernor {
@@ -79,11 +93,27 @@ impl ThrottleGovernor {
             && r.reprobe.is_none()
             && !tested
             && r.offer_failures * self.params.high < 1.0;
+        // `gentle`: a failure share the step from the last offer judged
+        // clean cannot explain. A rejecting wall between that offer and
+        // this one fails at most the step's share of this offer's
+        // attempts (plus the clean level): a probe of one worker over 70
+        // fails 1.4 %, not the 40 % of a burst.
+        let unexplained = r.tunables.test_unexplained_breaches
+            && r.last_clean.is_some_and(|clean| {
+                from >= clean && self.unexplained_by_a_wall(clean, from, before.window)
+            });
         self.robust.burst_tested = None;
         let Judgement::Breach(frac) = judgement else {
             return None;
         };
-        if frac >= BURST_MIN_FRAC && (unprovoked || contradicted || grain_calm || thin_opening) {
+        if unexplained && tested && frac >= BURST_MIN_FRAC {
+            // Tested, and back where it was: not a burst but a cliff.
+            self.robust.cliff = Some(self.robust.cliff.map_or(from, |c| c.min(from)));
+        }
+        let unexplained = unexplained && !tested;
+        if frac >= BURST_MIN_FRAC
+            && (unprovoked || contradicted || grain_calm || thin_opening || unexplained)
+        {
             return Some(Burst {
                 from,
                 frac,
@@ -91,8 +121,12 @@ impl ThrottleGovernor {
                 clean_streak: self.state.clean_streak,
                 owed: before.owed,
                 dwell: before.dwell,
-                waits: if contradicted { BURST_TEST_WAITS } else { 0 },
-                needs_ongoing: !(unprovoked || contradicted || grain_calm),
+                waits: if contradicted || unexplained {
+                    BURST_TEST_WAITS
+                } else {
+                    0
+                },
+                needs_ongoing: !(unprovoked || contradicted || grain_calm || unexplained),
             });
         }
         if held {
@@ -101,6 +135,40 @@ impl ThrottleGovernor {
             self.robust.held_clean = Some(from);
         }
         None
+    }
+
+    /// `gentle`: whether a clean verdict at `from` refutes the breach that
+    /// set `last_bad`: a wall at or above what this verdict's counts allow
+    /// would explain far fewer failures there than that window showed.
+    pub(super) fn breach_refuted(&self, from: f64) -> bool {
+        let r = &self.robust;
+        let (Some(bad), Some((at, n, f))) = (self.state.last_bad, r.last_breach) else {
+            return false;
+        };
+        r.tunables.test_unexplained_breaches
+            && at == bad
+            && from < bad
+            && self.unexplained_by_a_wall(from, bad, (n, f))
+    }
+
+    /// Whether the breach window `(attempts, failures)` at `offer` fails
+    /// significantly more (at [`EVIDENCE_ALPHA`]) than a rejecting wall at
+    /// or above what the counts at the last clean offer `clean` allow
+    /// (their 95 % Wilson bound) would make it fail, plus the clean level;
+    /// only on a breach a return would pay little for (fewer than
+    /// `1 / high` failures), below any cliff.
+    fn unexplained_by_a_wall(&self, clean: f64, offer: f64, (n, f): (f64, f64)) -> bool {
+        let r = &self.robust;
+        if n <= 0.0
+            || f * self.params.high >= 1.0
+            || r.cliff.is_some_and(|c| offer + probe_step(c) > c)
+        {
+            return false;
+        }
+        let (cn, cf) = r.clean_counts;
+        let wall_at_least = clean * (1.0 - wilson_interval(cf, cn).1);
+        let explained = (offer - wall_at_least) / offer + r.thresholds.clean_below;
+        explained < 1.0 && significantly_above_at(f, n, explained, EVIDENCE_ALPHA)
     }
 
     /// Returns to the offer before a burst's Down, with the memory as it

@@ -54,6 +54,9 @@ pub struct RobustState {
     pub(super) reprobe: Option<f64>,
     /// The offer of the most recent clean verdict.
     pub(super) last_clean: Option<f64>,
+    /// The counts at the offer of `last_clean`, all told, at its verdict:
+    /// how far under that offer a wall could be.
+    pub(super) clean_counts: (f64, f64),
     /// `last_clean` as it was at the last Down.
     pub(super) clean_before_down: Option<f64>,
     /// Set by an additive Up until its first verdict: the offer it left.
@@ -115,6 +118,13 @@ pub struct RobustState {
     /// The offer a burst's test returned to, until the next clean verdict
     /// or Up: a breach there is congestion.
     pub(super) burst_tested: Option<f64>,
+    /// `gentle`: the lowest offer where a breach the step could not
+    /// explain came back when tested: the target falls off a cliff there,
+    /// so such breaches at or above it are the load's.
+    pub(super) cliff: Option<f64>,
+    /// `gentle`: the breach that set `last_bad`, as (offer, attempts,
+    /// failures) of its window.
+    pub(super) last_breach: Option<(f64, f64, f64)>,
 }
 
 impl Default for RobustState {
@@ -142,6 +152,7 @@ impl RobustState {
             last_down_frac: 0.0,
             reprobe: None,
             last_clean: None,
+            clean_counts: (0.0, 0.0),
             clean_before_down: None,
             additive_from: None,
             probing_from: None,
@@ -167,6 +178,8 @@ impl RobustState {
             silence: Silence::default(),
             held_clean: None,
             burst_tested: None,
+            cliff: None,
+            last_breach: None,
         }
     }
 

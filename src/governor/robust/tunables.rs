@@ -125,6 +125,12 @@ pub struct Tunables {
     /// large breach after one is tested as a burst; `false`: robust's
     /// rules, where a clean verdict needs `1 / low` attempts.
     pub worker_grain: bool,
+    /// A large breach whose failure share the step from the last offer
+    /// judged clean cannot explain (a wall between them fails at most the
+    /// step's share of the offer, plus the clean level; significantly more
+    /// at [`EVIDENCE_ALPHA`]) is tested as a burst; `false`: only the
+    /// tests above.
+    pub test_unexplained_breaches: bool,
 }
 
 impl Tunables {
@@ -135,6 +141,7 @@ impl Tunables {
         cap_thin_excuse: false,
         test_breaches_below_held: false,
         worker_grain: false,
+        test_unexplained_breaches: false,
     };
     /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
     pub const GENTLE: Tunables = Tunables {
@@ -143,6 +150,7 @@ impl Tunables {
         cap_thin_excuse: true,
         test_breaches_below_held: true,
         worker_grain: true,
+        test_unexplained_breaches: true,
     };
 }
 

@@ -1,0 +1,119 @@
+//! Tests of breaches the step cannot explain (`gentle`): a probe's breach
+//! far larger than a wall between the last clean offer and the probe could
+//! cause is tested as a burst, and a clean verdict far under the breach
+//! that set `last_bad` refutes it; beside what `robust` does with the same
+//! windows, so each test fails if its rule is removed.
+
+use super::super::{HoldReason, Profile, ThrottleGovernor};
+use super::tests::{assert_hold, assert_to, rate_governor};
+use super::*;
+
+/// A rate governor of `profile` under a `last_bad` of 120 that held 100
+/// clean (1,000 attempts, no failure) and probed to 102.4.
+fn probing_from_100(profile: Profile) -> ThrottleGovernor {
+    let mut g = rate_governor(profile, 100.0, Some(120.0));
+    assert_to(&g.step(1000.0, 0.0), "up", 102.4);
+    g
+}
+
+#[test]
+fn a_probes_breach_the_step_cannot_explain_is_tested_as_a_burst() {
+    // 8 of 20 at 102.4: a wall at or above 99.6 (what 0 failures in 1,000
+    // at 100 allow) fails at most 2.7 % there, plus the clean level.
+    let mut g = probing_from_100(Profile::Gentle);
+    let mut r = probing_from_100(Profile::Robust);
+    assert_to(&g.step(20.0, 8.0), "down", 100.0);
+    assert_to(&r.step(20.0, 8.0), "down", 100.0);
+    // Clean at 100: gentle returns with the memory as it was; robust takes
+    // the breach for a wall at 102.4.
+    assert_to(&g.step(1000.0, 0.0), "up", 102.4);
+    assert_eq!(g.state.last_bad, Some(120.0));
+    assert_hold(&r.step(1000.0, 0.0), HoldReason::Settling);
+    assert_eq!(r.state.last_bad, Some(102.4));
+}
+
+#[test]
+fn the_test_waits_while_the_failures_go_on() {
+    let mut g = probing_from_100(Profile::Gentle);
+    assert_to(&g.step(20.0, 8.0), "down", 100.0);
+    for _ in 0..BURST_TEST_WAITS {
+        assert_hold(&g.step(20.0, 8.0), HoldReason::Settling);
+    }
+    // The burst ends while it waits: back to the probe.
+    assert_to(&g.step(1000.0, 0.0), "up", 102.4);
+}
+
+#[test]
+fn a_breach_a_return_would_cost_much_is_congestion() {
+    // 40 of 100 at 102.4 is just as unexplained, but a return into a wall
+    // there would cost 40 failed attempts again: at least `1 / high` (20).
+    let mut g = probing_from_100(Profile::Gentle);
+    assert_to(&g.step(100.0, 40.0), "down", 100.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    assert_eq!(g.state.last_bad, Some(102.4));
+}
+
+#[test]
+fn a_tested_breach_that_comes_back_is_a_cliff() {
+    let mut g = probing_from_100(Profile::Gentle);
+    assert_to(&g.step(20.0, 8.0), "down", 100.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 102.4);
+    // Back at 102.4, the same breach: congestion (the back-off's x0.6,
+    // the return was no probe), and a cliff from 102.4.
+    assert_to(&g.step(20.0, 8.0), "down", 102.4 * 0.6);
+    assert_eq!(g.robust.cliff, Some(102.4));
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    assert_eq!(g.state.last_bad, Some(102.4));
+}
+
+/// A gentle or robust rate governor whose opening doubled from 50 (clean,
+/// 1,000 attempts) to 100, where `failures` of `attempts` failed; after
+/// the settle window it is back at 50 with `last_bad` 100.
+fn after_an_opening_breach(profile: Profile, attempts: f64, failures: f64) -> ThrottleGovernor {
+    let mut g = rate_governor(profile, 50.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0);
+    assert_to(&g.step(attempts, failures), "down", 50.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    assert_eq!(g.state.last_bad, Some(100.0));
+    g
+}
+
+/// Clean windows of 1,000 attempts until the offer reaches `up_to` or the
+/// memory clears: the offer it cleared at, if it did.
+fn climb_clean(g: &mut ThrottleGovernor, up_to: f64) -> Option<f64> {
+    for _ in 0..200 {
+        let from = g.state.current;
+        let o = g.step(1000.0, 0.0);
+        if g.state.last_bad.is_none() {
+            return Some(from);
+        }
+        if o.to >= up_to {
+            return None;
+        }
+    }
+    None
+}
+
+#[test]
+fn a_clean_verdict_far_under_a_breach_refutes_it() {
+    // 9 of 18 at 100 is what a wall at 50 does; but clean at 85 (0 of
+    // 1,000) leaves a wall there at most 15 % of 100, plus the clean level:
+    // 9 of 18 is significantly more. The breach was not the wall's.
+    let mut g = after_an_opening_breach(Profile::Gentle, 18.0, 9.0);
+    let cleared = climb_clean(&mut g, 99.0).expect("the memory clears");
+    assert!((75.0..=90.0).contains(&cleared), "{cleared}");
+    assert!(g.robust.reprobe.is_some());
+    // robust climbs in probes of 2 to 99 with the memory kept.
+    let mut r = after_an_opening_breach(Profile::Robust, 18.0, 9.0);
+    assert_eq!(climb_clean(&mut r, 99.0), None);
+    assert_eq!(r.state.last_bad, Some(100.0));
+}
+
+#[test]
+fn a_breach_that_failed_many_attempts_is_not_refuted() {
+    // The same share on 180 of 360: a re-probe into a wall there would
+    // cost that many again, so gentle keeps the memory too.
+    let mut g = after_an_opening_breach(Profile::Gentle, 360.0, 180.0);
+    assert_eq!(climb_clean(&mut g, 99.0), None);
+    assert_eq!(g.state.last_bad, Some(100.0));
+}
