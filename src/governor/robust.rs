@@ -395,6 +395,11 @@ impl ThrottleGovernor {
             self.robust.in_episode = false;
             self.robust.last_clean = Some(from);
             self.robust.clean_counts = self.robust.offer_all;
+            self.robust.clean_rate = if pooled_span > 0.0 {
+                pooled / (from * pooled_span)
+            } else {
+                0.0
+            };
             self.robust.held_clean = Some(self.robust.held_clean.map_or(from, |h| h.max(from)));
             self.robust.burst_tested = None;
             self.robust.ongoing_returns = 0;
@@ -502,7 +507,9 @@ impl ThrottleGovernor {
                     _ => from,
                 };
                 if matches!(judgement, Judgement::Breach(_)) && bad == from {
-                    self.robust.last_breach = Some((from, attempts, failures));
+                    self.robust.last_breach = self
+                        .attempts_follow_the_offer(attempts, from)
+                        .then_some((from, attempts, failures));
                 }
                 self.robust.burst = self.burst_test(
                     judgement,

@@ -13,9 +13,12 @@
 //! a rejecting wall fails only the share of the offer above it, so a breach
 //! far larger than the step from the last clean offer could cause is tested
 //! as a burst, and a clean verdict far under the breach that set `last_bad`
-//! refutes it ([`ThrottleGovernor::breach_refuted`]). Both only on breaches
-//! a return would pay little for (fewer than `1 / high` failures), and
-//! never at or above a cliff: an offer where such a breach came back.
+//! refutes it ([`ThrottleGovernor::breach_refuted`]). Both only on windows
+//! whose attempts follow the offer (a target that rejects in a millisecond
+//! makes a worker over its wall loop fast, and the share means nothing),
+//! on breaches a return would pay little for (fewer than `1 / high`
+//! failures), and never at or above a cliff: an offer where such a breach
+//! came back.
 
 use super::state::{Burst, Judgement, Move};
 use super::stats::{one_worker_ruled_out, significantly_above_at};
@@ -100,7 +103,9 @@ impl ThrottleGovernor {
         // fails 1.4 %, not the 40 % of a burst.
         let unexplained = r.tunables.test_unexplained_breaches
             && r.last_clean.is_some_and(|clean| {
-                from >= clean && self.unexplained_by_a_wall(clean, from, before.window)
+                from >= clean
+                    && self.attempts_follow_the_offer(before.window.0, from)
+                    && self.unexplained_by_a_wall(clean, from, before.window)
             });
         self.robust.burst_tested = None;
         let Judgement::Breach(frac) = judgement else {
@@ -149,6 +154,19 @@ impl ThrottleGovernor {
             && at == bad
             && from < bad
             && self.unexplained_by_a_wall(from, bad, (n, f))
+    }
+
+    /// Whether a window of `attempts` at `offer` holds no more attempts
+    /// than the pool that judged the last clean offer predicts (at its
+    /// rate per unit of offer, three standard deviations up): the share
+    /// reading below holds only when a failed attempt takes as long as a
+    /// served one. On a concurrency knob whose target rejects in a
+    /// millisecond, one worker over the wall makes most of the attempts
+    /// (k6 at 11 over a wall of 10: 77 % of them failed), and a burst
+    /// test there returned into the wall and then backed off to 2.
+    pub(super) fn attempts_follow_the_offer(&self, attempts: f64, offer: f64) -> bool {
+        let expected = self.robust.clean_rate * offer * self.robust.window_span;
+        expected > 0.0 && attempts <= expected + 3.0 * expected.sqrt() + 1.0
     }
 
     /// Whether the breach window `(attempts, failures)` at `offer` fails

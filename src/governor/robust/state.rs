@@ -57,6 +57,10 @@ pub struct RobustState {
     /// The counts at the offer of `last_clean`, all told, at its verdict:
     /// how far under that offer a wall could be.
     pub(super) clean_counts: (f64, f64),
+    /// Attempts per unit of offer per window in the pool that judged
+    /// `last_clean`: what a window's attempts are when they follow the
+    /// offer.
+    pub(super) clean_rate: f64,
     /// `last_clean` as it was at the last Down.
     pub(super) clean_before_down: Option<f64>,
     /// Set by an additive Up until its first verdict: the offer it left.
@@ -153,6 +157,7 @@ impl RobustState {
             reprobe: None,
             last_clean: None,
             clean_counts: (0.0, 0.0),
+            clean_rate: 0.0,
             clean_before_down: None,
             additive_from: None,
             probing_from: None,

@@ -117,3 +117,23 @@ fn a_breach_that_failed_many_attempts_is_not_refuted() {
     assert_eq!(climb_clean(&mut g, 99.0), None);
     assert_eq!(g.state.last_bad, Some(100.0));
 }
+
+#[test]
+fn a_breach_whose_attempts_outrun_the_offer_is_congestion() {
+    // A window a hundredth as long as the clean pool's holds about 10
+    // attempts at 102.4 when failed attempts take as long as served ones:
+    // 8 of 20 is tested as above. 16 of 40 has as large a share, but twice
+    // the attempts the offer makes: failed attempts come faster (a target
+    // that rejects in a millisecond, where one worker over a wall makes
+    // most of the attempts), so the share says nothing about a burst.
+    let mut g = probing_from_100(Profile::Gentle);
+    g.set_window_span(0.01);
+    assert_to(&g.step(20.0, 8.0), "down", 100.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 102.4);
+    assert_eq!(g.state.last_bad, Some(120.0));
+    let mut g = probing_from_100(Profile::Gentle);
+    g.set_window_span(0.01);
+    assert_to(&g.step(40.0, 16.0), "down", 100.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    assert_eq!(g.state.last_bad, Some(102.4));
+}
