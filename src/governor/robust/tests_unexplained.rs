@@ -137,3 +137,32 @@ fn a_breach_whose_attempts_outrun_the_offer_is_congestion() {
     assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
     assert_eq!(g.state.last_bad, Some(102.4));
 }
+
+#[test]
+fn a_thin_clean_verdict_explains_more() {
+    // 5 of 25 at 102.4. After 0 failures in 1,000 at 100 a wall is at
+    // least 99.6, and explains 3.7 %: a burst test. After 0 in 100 it may
+    // be as low as 96.3, and explains 7 %: congestion.
+    let mut g = probing_from_100(Profile::Gentle);
+    assert_to(&g.step(25.0, 5.0), "down", 100.0);
+    assert_to(&g.step(1000.0, 0.0), "up", 102.4);
+    let mut g = rate_governor(Profile::Gentle, 100.0, Some(120.0));
+    assert_to(&g.step(100.0, 0.0), "up", 102.4);
+    assert_to(&g.step(25.0, 5.0), "down", 100.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    assert_eq!(g.state.last_bad, Some(102.4));
+}
+
+#[test]
+fn a_breach_whose_attempts_outran_the_offer_is_not_refuted() {
+    // The opening's breach at 100, on a window a thousandth as long as the
+    // clean pool's at 50 yet with 18 attempts: the failed attempts came
+    // faster than the offer makes them, so the share bounds nothing.
+    let mut g = rate_governor(Profile::Gentle, 50.0, None);
+    assert_to(&g.step(1000.0, 0.0), "up", 100.0);
+    g.set_window_span(0.001);
+    assert_to(&g.step(18.0, 9.0), "down", 50.0);
+    assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
+    assert_eq!(climb_clean(&mut g, 99.0), None);
+    assert_eq!(g.state.last_bad, Some(100.0));
+}
