@@ -869,14 +869,15 @@ fn the_wrong_figures_line_counts_seeds_per_governor() {
 /// failure bound binds there lies within 15 % of the true capacity.
 ///
 /// A KNOWN MISS, recorded as one (issue 30 is open; docs/BENCHMARKS.md,
-/// "Wrong figures"): on `bursts` at 150 windows, gentle ends 2 of 30 seeds
-/// on a figure that a load-independent burst bracketed (seeds 5 and 21:
-/// figures 3 and 24 at capacities 150 and 80; the level above breached in
-/// a burst and the run held below it for longer than the live figure's
-/// evidence reaches, so no higher level held within the bound contradicts
-/// it, as one does on seeds 26 and 27 since `report::held_above`). When the
-/// report tells such a bracket from a wall it fails by passing: remove
-/// `should_panic`.
+/// "Wrong figures"): on `bursts` at 150 windows, gentle ends 1 of 30 seeds
+/// on a figure that a load-independent burst bracketed (seed 6: figure 7
+/// at a capacity of 62; seeds 5 and 21, figures 3 and 24 at 150 and 80,
+/// until the fifteenth round's breach-size reading; the level above
+/// breached in a burst and the run held below it for longer than the live
+/// figure's evidence reaches, so no higher level held within the bound
+/// contradicts it, as one does on seeds 26 and 27 since
+/// `report::held_above`). When the report tells such a bracket from a wall
+/// it fails by passing: remove `should_panic`.
 #[test]
 #[should_panic(expected = "wrong capacity figure")]
 fn gentle_names_no_wrong_capacity_on_bursts_known_miss() {
