@@ -440,22 +440,17 @@ impl ThrottleGovernor {
                     && self.at_or_above(from, bad),
             );
             self.state.clean_streak = streak;
-            if clear {
+            // `gentle`: a clean verdict may also refute the breach that set
+            // `last_bad` (`burst::breach_refuted`), and the memory clears
+            // the same way.
+            if clear || (clean && self.breach_refuted(from)) {
                 self.state.last_bad = None;
+                self.state.clean_streak = 0;
                 memory_cleared = true;
                 self.robust.reprobe = Some((REPROBE_START * from).max(1.0));
                 self.robust.dwell = 1;
                 self.robust.owed = None;
             }
-        }
-
-        if clean && !memory_cleared && self.breach_refuted(from) {
-            self.state.last_bad = None;
-            self.state.clean_streak = 0;
-            memory_cleared = true;
-            self.robust.reprobe = Some((REPROBE_START * from).max(1.0));
-            self.robust.dwell = 1;
-            self.robust.owed = None;
         }
         let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up, plateau);
         let offer_all = self.robust.offer_all;

@@ -128,8 +128,9 @@ pub struct Tunables {
     /// A large breach whose failure share the step from the last offer
     /// judged clean cannot explain (a wall between them fails at most the
     /// step's share of the offer, plus the clean level; significantly more
-    /// at [`EVIDENCE_ALPHA`]) is tested as a burst; `false`: only the
-    /// tests above.
+    /// at [`EVIDENCE_ALPHA`]) is tested as a burst, and a clean verdict
+    /// far under the breach that set `last_bad` refutes it (the memory
+    /// clears); `false`: only the tests above.
     pub test_unexplained_breaches: bool,
 }
 
