@@ -194,6 +194,10 @@ pub struct Outcome {
     pub clean_streak: u32,
     /// Whether the memory cleared on this window.
     pub memory_cleared: bool,
+    /// `gentle` only: the memory cleared because this clean verdict
+    /// refuted the breach that set it, not after a clean streak.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub memory_refuted: bool,
     /// `robust` and `gentle` only: the pooled sample a decision used when it spans more
     /// than this window (`None` under the seed rules).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -127,6 +127,13 @@
 //! the opening at 8 to 64 workers otherwise set `last_bad` there, and the
 //! climb past it went one probe a verdict (`bursts n=40`: a quarter of
 //! the seeds stalled at under half the capacity).
+//! `gentle` (fifteenth and sixteenth rounds) also tests a breach far larger
+//! than the step from the last clean offer explains (the `burst` module).
+//! A return to a failed probe on a clean window is that probe again: its
+//! breach goes back where the probe started, not by its share (JMeter at
+//! a 1 ms wall went 11 → 2 on one). And a test taken because a return
+//! would pay little is dropped when the failures that came after the
+//! verdict bring the breach to `1 / high` ([`ThrottleGovernor::charge_late`]).
 //!
 //! **Leaving the dead band (fixes 4).
 //! - An *additive* Up (a probe, or a re-probe) whose first verdict is in the
@@ -340,6 +347,7 @@ impl ThrottleGovernor {
         let p = self.params;
         let work = self.state.current * self.robust.window_span;
         self.robust.late_cost = false;
+        self.robust.breach_late = false;
         self.robust.silence.window(attempts.max(0.0), work);
         if attempts <= 0.0 {
             if let Some(climbed) = self.climb_on_silence(failures) {
@@ -432,6 +440,7 @@ impl ThrottleGovernor {
         }
 
         let mut memory_cleared = false;
+        let mut memory_refuted = false;
         if let Some(bad) = self.state.last_bad {
             let (streak, clear) = memory_clear_step(
                 self.state.clean_streak,
@@ -443,7 +452,8 @@ impl ThrottleGovernor {
             // `gentle`: a clean verdict may also refute the breach that set
             // `last_bad` (`burst::breach_refuted`), and the memory clears
             // the same way.
-            if clear || (clean && self.breach_refuted(from)) {
+            memory_refuted = !clear && clean && self.breach_refuted(from);
+            if clear || memory_refuted {
                 self.state.last_bad = None;
                 self.state.clean_streak = 0;
                 memory_cleared = true;
@@ -505,6 +515,7 @@ impl ThrottleGovernor {
                     self.robust.last_breach = self
                         .attempts_follow_the_offer(attempts, from)
                         .then_some((from, attempts, failures));
+                    self.robust.breach_late = self.robust.last_breach.is_some();
                 }
                 self.robust.burst = self.burst_test(
                     judgement,
@@ -583,6 +594,7 @@ impl ThrottleGovernor {
             background: t.estimate,
         });
         outcome.evidence = evidence;
+        outcome.memory_refuted = memory_refuted;
         outcome
     }
 }

@@ -321,11 +321,23 @@ pub fn log_movement(name: &str, knob: Control, o: &Outcome, window_secs: f64, dr
     );
 }
 
-/// Logs the one line of a memory clear.
-pub fn log_memory_clear(name: &str, knob: Control, at: f64) {
+/// Logs the one line of a memory clear: after a clean streak, or
+/// (`gentle`) on a clean verdict that refuted the breach behind it.
+pub fn log_memory_clear(name: &str, knob: Control, at: f64, refuted: bool) {
+    if refuted {
+        info!(
+            target = name,
+            offer = at,
+            refuted,
+            "{name}: congestion memory cleared at {} {knob}: a wall its clean counts allow explains far fewer failures than the breach that set it; slow start resumes",
+            offer(knob, at)
+        );
+        return;
+    }
     info!(
         target = name,
         offer = at,
+        refuted,
         "{name}: congestion memory cleared after {} clean windows at {} {knob}; slow start resumes",
         crate::governor::MEMORY_CLEAR_STREAK,
         offer(knob, at)
@@ -350,9 +362,8 @@ mod tests {
         }
     }
 
-    /// Issue 27 #8: with many targets, every text line says whose it is.
-    #[test]
-    fn text_lines_name_the_target() {
+    /// What `f` logs, in the text format.
+    fn text_lines(f: impl FnOnce()) -> String {
         let buf = Buf::default();
         let writer = buf.clone();
         let subscriber = tracing_subscriber::fmt()
@@ -360,19 +371,47 @@ mod tests {
             .with_ansi(false)
             .event_format(TextLine)
             .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        tracing::subscriber::with_default(subscriber, f);
+        let text = buf.0.lock().unwrap().clone();
+        String::from_utf8(text).unwrap()
+    }
+
+    /// Issue 27 #8: with many targets, every text line says whose it is.
+    #[test]
+    fn text_lines_name_the_target() {
+        let text = text_lines(|| {
             tracing::info!(target = "checkout", "Write failed");
             tracing::info!(target = %"checkout", "checkout: moved");
             let span = tracing::info_span!("tick", target = %"cart");
             let _entered = span.enter();
             tracing::warn!("Signal lost");
         });
-        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].ends_with("Write failed target=checkout"), "{text}");
         assert!(lines[1].ends_with("checkout: moved"), "{text}");
         assert!(lines[2].ends_with("Signal lost target=cart"), "{text}");
         assert_eq!(span_target("member=a target=\"x y\""), Some("x y".into()));
         assert_eq!(span_target("subtarget=a"), None);
+    }
+
+    /// A memory clear says why it cleared: a clean streak, or a clean
+    /// verdict that refuted the breach behind it (which takes no streak).
+    #[test]
+    fn a_memory_clear_says_why() {
+        let text = text_lines(|| {
+            log_memory_clear("jm", Control::Concurrency, 10.0, false);
+            log_memory_clear("jm", Control::Concurrency, 10.0, true);
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].contains("cleared after 3 clean windows at 10 concurrency"),
+            "{text}"
+        );
+        assert!(!lines[1].contains("clean windows"), "{text}");
+        assert!(
+            lines[1].contains("cleared at 10 concurrency: a wall"),
+            "{text}"
+        );
     }
 }

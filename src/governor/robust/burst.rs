@@ -17,8 +17,15 @@
 //! whose attempts follow the offer (a target that rejects in a millisecond
 //! makes a worker over its wall loop fast, and the share means nothing),
 //! on breaches a return would pay little for (fewer than `1 / high`
-//! failures), and never at or above a cliff: an offer where such a breach
-//! came back.
+//! failures, counting those that arrive after the verdict:
+//! [`ThrottleGovernor::charge_late`] drops the test), and never at or
+//! above a cliff: an offer where such a breach came back.
+//!
+//! A return to a failed probe, on a clean window where it started, is that
+//! probe again (`gentle`): a breach there goes back where it started, as a
+//! failed probe, and owes its cost. By the breach's share it fell from 11
+//! to 2 on JMeter at a 1 ms wall, where the worker over the wall makes
+//! most of the attempts and the share means nothing.
 
 use super::state::{Burst, Judgement, Move};
 use super::stats::{one_worker_ruled_out, significantly_above_at};
@@ -132,6 +139,9 @@ impl ThrottleGovernor {
                     0
                 },
                 needs_ongoing: !(unprovoked || contradicted || grain_calm || unexplained),
+                pays: (!(unprovoked || contradicted || grain_calm))
+                    .then_some(before.window.1.max(self.robust.offer_failures)),
+                undid_a_probe: before.kind == Move::Retreat,
             });
         }
         if held {
@@ -211,6 +221,16 @@ impl ThrottleGovernor {
         };
         let outcome = self.move_up(from, to, signal, false);
         self.robust.moved();
+        if self.robust.tunables.test_breaches_below_held && !ongoing && burst.undid_a_probe {
+            // `gentle`: a return to a failed probe, on a clean window where
+            // it started, is that probe again. If the breach was the wall's
+            // after all, the return's breach goes back here as the probe
+            // did, and pays as one; by the breach's share it went to 2 from
+            // 11 (JMeter at a 1 ms wall, where the worker over the wall
+            // makes most of the attempts).
+            self.robust.additive_from = Some(from);
+            self.robust.probing_from = Some(from);
+        }
         if ongoing {
             // A burst shown not to follow the offer: its next window at the
             // old offer is tested again, not taken as congestion.

@@ -30,14 +30,45 @@ impl ThrottleGovernor {
     /// (`attempts` resolved, `failures` failed). Right after a failed
     /// probe's Down (before the next window is stepped), the failures above
     /// the clean level are added to that probe's cost; otherwise, and
-    /// under the seed rules, nothing changes. Counts that are not finite,
+    /// under the seed rules, nothing is owed. A burst test the Down took
+    /// because a return would pay little is dropped once they make the
+    /// breach cost `1 / high` failures. Counts that are not finite,
     /// or negative, are ignored. Returns the failures charged.
     pub fn charge_late(&mut self, attempts: f64, failures: f64) -> f64 {
+        let high = self.params.high;
         let r = &mut self.robust;
-        if !(r.late_cost && attempts.is_finite() && failures.is_finite()) {
+        if !(attempts.is_finite() && failures.is_finite()) {
             return 0.0;
         }
         let excess = failures - r.thresholds.clean_below * attempts.max(0.0);
+        // A burst test taken because a return would pay little: the
+        // failures that came after its verdict are the breach's too, and a
+        // return would pay them again (JMeter at a 1 ms wall: 7 failed
+        // attempts decided, 274 more came before the Down reached the
+        // tool). At `1 / high` the test is dropped, and the Down stands.
+        if r.settle {
+            if let Some(burst) = r.burst.as_mut() {
+                if let Some(pays) = burst.pays.as_mut() {
+                    *pays += excess.max(0.0);
+                    if *pays * high >= 1.0 {
+                        r.burst = None;
+                    }
+                }
+            }
+        }
+        // So is the breach a clean verdict may later refute: a re-probe
+        // into a wall there would pay them again too (the same JMeter run:
+        // the test dropped, a clean verdict at 10 refuted 7 of 8 at 11, and
+        // the re-probe failed 16 of 20 and 305 more).
+        if r.breach_late {
+            if let Some((_, n, f)) = r.last_breach.as_mut() {
+                *n += attempts.max(0.0);
+                *f += failures.max(0.0);
+            }
+        }
+        if !r.late_cost {
+            return 0.0;
+        }
         let Some((_, owed)) = r.owed.as_mut() else {
             return 0.0;
         };

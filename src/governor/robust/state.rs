@@ -129,6 +129,9 @@ pub struct RobustState {
     /// `gentle`: the breach that set `last_bad`, as (offer, attempts,
     /// failures) of its window.
     pub(super) last_breach: Option<(f64, f64, f64)>,
+    /// Whether the last step's Down set `last_breach`: until the next
+    /// step, discarded windows' failures are that breach's too.
+    pub(super) breach_late: bool,
 }
 
 impl Default for RobustState {
@@ -185,6 +188,7 @@ impl RobustState {
             burst_tested: None,
             cliff: None,
             last_breach: None,
+            breach_late: false,
         }
     }
 
@@ -282,6 +286,15 @@ pub(super) struct Burst {
     /// Only failures that go on at the lower offer show this one a burst:
     /// a clean settle window is congestion's answer too (the opening's).
     pub(super) needs_ongoing: bool,
+    /// On a test taken only because a return would pay little (fewer than
+    /// `1 / high` failures): the breach's failures so far, with those that
+    /// arrived after its verdict ([`ThrottleGovernor::charge_late`]).
+    ///
+    /// [`ThrottleGovernor::charge_late`]: crate::governor::ThrottleGovernor::charge_late
+    pub(super) pays: Option<f64>,
+    /// The Down undid a failed probe: the lower offer is where the probe
+    /// started, judged clean.
+    pub(super) undid_a_probe: bool,
 }
 
 /// What the robust decision does besides the raw decision.

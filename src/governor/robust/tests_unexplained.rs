@@ -4,7 +4,7 @@
 //! that set `last_bad` refutes it; beside what `robust` does with the same
 //! windows, so each test fails if its rule is removed.
 
-use super::super::{HoldReason, Profile, ThrottleGovernor};
+use super::super::{Control, HoldReason, Params, Profile, ThrottleGovernor};
 use super::tests::{assert_hold, assert_to, rate_governor};
 use super::*;
 
@@ -13,6 +13,28 @@ use super::*;
 fn probing_from_100(profile: Profile) -> ThrottleGovernor {
     let mut g = rate_governor(profile, 100.0, Some(120.0));
     assert_to(&g.step(1000.0, 0.0), "up", 102.4);
+    g
+}
+
+/// A gentle concurrency governor (ceiling 40, as the real-tool runs) at
+/// `current` with `last_bad`.
+fn concurrency_governor(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
+    let p = Params::new(Control::Concurrency, Some(40.0), 1.0, None, 0.05, None).unwrap();
+    let mut g = ThrottleGovernor::with_profile(p, Profile::Gentle);
+    g.set_current(current);
+    g.restore_memory(last_bad, 0);
+    g
+}
+
+/// A gentle concurrency governor that held 10 clean (150 attempts a
+/// window, `last_bad` 11), reclimbed to 11, and failed `failures` of
+/// `attempts` there on an early verdict of a fiftieth of a window (JMeter
+/// at a 1 ms wall, 2026-12-07): back at 10, in the settle window.
+fn reclimbed_into_a_fast_wall(attempts: f64, failures: f64) -> ThrottleGovernor {
+    let mut g = concurrency_governor(10.0, Some(11.0));
+    assert_to(&g.step(150.0, 0.0), "up", 11.0);
+    g.set_window_span(0.02);
+    assert_to(&g.step(attempts, failures), "down", 10.0);
     g
 }
 
@@ -58,12 +80,50 @@ fn a_tested_breach_that_comes_back_is_a_cliff() {
     let mut g = probing_from_100(Profile::Gentle);
     assert_to(&g.step(20.0, 8.0), "down", 100.0);
     assert_to(&g.step(1000.0, 0.0), "up", 102.4);
-    // Back at 102.4, the same breach: congestion (the back-off's x0.6,
-    // the return was no probe), and a cliff from 102.4.
-    assert_to(&g.step(20.0, 8.0), "down", 102.4 * 0.6);
+    // Back at 102.4, the same breach: congestion, and a cliff from 102.4.
+    // The return was the failed probe again, so it goes back to 100 as
+    // the probe did (the back-off's x0.6 would go to 61.4), and owes the
+    // probe's cost.
+    assert_to(&g.step(20.0, 8.0), "down", 100.0);
     assert_eq!(g.robust.cliff, Some(102.4));
+    assert!(g.robust.owed.is_some_and(|(at, _)| at == 100.0));
     assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
     assert_eq!(g.state.last_bad, Some(102.4));
+}
+
+#[test]
+fn a_return_into_the_wall_on_a_fast_failing_target_goes_back_one_worker() {
+    // JMeter at a 1 ms wall of 10 (full tier): 10 held clean on about 150
+    // attempts a 3 s window; the reclimb to 11 failed 7 of 7 in 0.06 s (an
+    // early verdict, too short for its attempts to outrun the offer), was
+    // tested as a burst, returned on a clean window at 10, and failed 17
+    // of 20 in 0.04 s: the breach's x0.25 sent it to 2.
+    let mut g = reclimbed_into_a_fast_wall(7.0, 7.0);
+    g.set_window_span(1.0);
+    assert_to(&g.step(147.0, 0.0), "up", 11.0);
+    g.set_window_span(0.015);
+    assert_to(&g.step(20.0, 17.0), "down", 10.0);
+    assert!(g.robust.owed.is_some());
+    g.set_window_span(1.0);
+    assert_hold(&g.step(150.0, 0.0), HoldReason::Settling);
+    assert_eq!(g.state.last_bad, Some(11.0));
+}
+
+#[test]
+fn late_failures_that_make_a_return_costly_drop_the_test() {
+    // The same reclimb's 7 of 7, but 274 more failed before the Down
+    // reached the tool (windows the engine discards): a return would pay
+    // that again, far over `1 / high`, so the Down stands.
+    let mut g = reclimbed_into_a_fast_wall(7.0, 7.0);
+    g.charge_late(300.0, 274.0);
+    g.set_window_span(1.0);
+    assert_hold(&g.step(147.0, 0.0), HoldReason::Settling);
+    assert_eq!(g.state.last_bad, Some(11.0));
+    // A few late failures leave the test standing.
+    let mut g = reclimbed_into_a_fast_wall(7.0, 7.0);
+    g.charge_late(10.0, 5.0);
+    g.set_window_span(1.0);
+    assert_to(&g.step(147.0, 0.0), "up", 11.0);
 }
 
 /// A gentle or robust rate governor whose opening doubled from 50 (clean,
@@ -165,4 +225,22 @@ fn a_breach_whose_attempts_outran_the_offer_is_not_refuted() {
     assert_hold(&g.step(1000.0, 0.0), HoldReason::Settling);
     assert_eq!(climb_clean(&mut g, 99.0), None);
     assert_eq!(g.state.last_bad, Some(100.0));
+}
+
+#[test]
+fn late_failures_keep_a_breach_from_being_refuted() {
+    // The same JMeter run, after the test was dropped: a clean verdict at
+    // 10 (0 of 150) refuted 7 of 8 at 11, the memory cleared, and the
+    // re-probe to 11 failed 16 of 20 and 305 more. Counting the 298 that
+    // came after the breach's verdict, a re-probe would pay far over
+    // `1 / high`: the memory stays, and 10 holds.
+    let mut g = reclimbed_into_a_fast_wall(8.0, 7.0);
+    g.charge_late(320.0, 298.0);
+    g.set_window_span(1.0);
+    assert_hold(&g.step(150.0, 0.0), HoldReason::Settling);
+    for _ in 0..4 {
+        let o = g.step(150.0, 0.0);
+        assert!(!o.memory_cleared && o.decision_str() == "hold", "{o:?}");
+    }
+    assert_eq!(g.state.last_bad, Some(11.0));
 }

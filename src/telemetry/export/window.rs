@@ -60,7 +60,7 @@ impl Exporter {
                     in_effect,
                 );
                 if outcome.memory_cleared {
-                    log_memory_clear(name, knob, outcome.from);
+                    log_memory_clear(name, knob, outcome.from, outcome.memory_refuted);
                 }
                 if outcome.is_movement() {
                     log_movement(
