@@ -146,6 +146,16 @@ impl Measured {
         (all > 0).then(|| rejected as f64 / all as f64)
     }
 
+    /// The lowest offer observed from the first back-off on.
+    pub fn lowest_after_backoff(&self) -> Option<f64> {
+        let at = self.first_backoff_at?;
+        self.points
+            .iter()
+            .filter(|p| p.at >= at)
+            .map(|p| p.offer)
+            .reduce(f64::min)
+    }
+
     /// Failed attempts / attempts at the target over the whole run.
     pub fn failed_overall(&self) -> Option<f64> {
         let all = self.at_end.0 + self.at_end.1;
