@@ -347,7 +347,6 @@ impl ThrottleGovernor {
         let p = self.params;
         let work = self.state.current * self.robust.window_span;
         self.robust.late_cost = false;
-        self.robust.breach_late = false;
         self.robust.silence.window(attempts.max(0.0), work);
         if attempts <= 0.0 {
             if let Some(climbed) = self.climb_on_silence(failures) {
@@ -515,7 +514,6 @@ impl ThrottleGovernor {
                     self.robust.last_breach = self
                         .attempts_follow_the_offer(attempts, from)
                         .then_some((from, attempts, failures));
-                    self.robust.breach_late = self.robust.last_breach.is_some();
                 }
                 self.robust.burst = self.burst_test(
                     judgement,

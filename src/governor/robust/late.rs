@@ -56,16 +56,6 @@ impl ThrottleGovernor {
                 }
             }
         }
-        // So is the breach a clean verdict may later refute: a re-probe
-        // into a wall there would pay them again too (the same JMeter run:
-        // the test dropped, a clean verdict at 10 refuted 7 of 8 at 11, and
-        // the re-probe failed 16 of 20 and 305 more).
-        if r.breach_late {
-            if let Some((_, n, f)) = r.last_breach.as_mut() {
-                *n += attempts.max(0.0);
-                *f += failures.max(0.0);
-            }
-        }
         if !r.late_cost {
             return 0.0;
         }

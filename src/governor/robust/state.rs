@@ -129,9 +129,6 @@ pub struct RobustState {
     /// `gentle`: the breach that set `last_bad`, as (offer, attempts,
     /// failures) of its window.
     pub(super) last_breach: Option<(f64, f64, f64)>,
-    /// Whether the last step's Down set `last_breach`: until the next
-    /// step, discarded windows' failures are that breach's too.
-    pub(super) breach_late: bool,
 }
 
 impl Default for RobustState {
@@ -188,7 +185,6 @@ impl RobustState {
             burst_tested: None,
             cliff: None,
             last_breach: None,
-            breach_late: false,
         }
     }
 

@@ -226,21 +226,3 @@ fn a_breach_whose_attempts_outran_the_offer_is_not_refuted() {
     assert_eq!(climb_clean(&mut g, 99.0), None);
     assert_eq!(g.state.last_bad, Some(100.0));
 }
-
-#[test]
-fn late_failures_keep_a_breach_from_being_refuted() {
-    // The same JMeter run, after the test was dropped: a clean verdict at
-    // 10 (0 of 150) refuted 7 of 8 at 11, the memory cleared, and the
-    // re-probe to 11 failed 16 of 20 and 305 more. Counting the 298 that
-    // came after the breach's verdict, a re-probe would pay far over
-    // `1 / high`: the memory stays, and 10 holds.
-    let mut g = reclimbed_into_a_fast_wall(8.0, 7.0);
-    g.charge_late(320.0, 298.0);
-    g.set_window_span(1.0);
-    assert_hold(&g.step(150.0, 0.0), HoldReason::Settling);
-    for _ in 0..4 {
-        let o = g.step(150.0, 0.0);
-        assert!(!o.memory_cleared && o.decision_str() == "hold", "{o:?}");
-    }
-    assert_eq!(g.state.last_bad, Some(11.0));
-}
