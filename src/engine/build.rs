@@ -169,11 +169,7 @@ impl Builder {
 
     /// One member's source and actuator, and the lag its signal kind has
     /// by default (seconds).
-    pub fn member(
-        &self,
-        t: &TargetConfig,
-        spec: &MemberSpec,
-    ) -> Result<(Arc<dyn CounterSource>, Actuator, f64), String> {
+    pub fn member(&self, t: &TargetConfig, spec: &MemberSpec) -> Result<Built, String> {
         let signal_client = self.client_for(spec.signal.tls())?;
         let control_client = self.client_for(spec.control.tls())?;
         let source = source_with(&spec.signal, signal_client, Some(&self.push))?;
@@ -197,6 +193,10 @@ impl Builder {
         Ok((source, actuator, default_lag(&spec.signal, t.window)))
     }
 }
+
+/// A built member: its source, its actuator, and the lag its signal kind
+/// has by default (seconds).
+pub type Built = (Arc<dyn CounterSource>, Actuator, f64);
 
 /// A single target's one member: its own signal and control.
 pub(super) fn single_member(t: &TargetConfig) -> MemberSpec {

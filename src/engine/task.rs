@@ -77,6 +77,13 @@ pub struct TargetTask {
     static_specs: Vec<MemberSpec>,
     /// Where the latency bound's quantile is read, when one is set.
     latency: Option<Arc<dyn crate::signal::latency::LatencySource>>,
+    /// The members built with the task (a single target's one member, a
+    /// group's static ones), which its first reconcile takes. Kept, not
+    /// rebuilt, so that a `push` member's inbox takes pushes from the
+    /// moment the task exists: one built only when the task first ran left
+    /// a gap in which a push was answered 404 and lost (a delta push's
+    /// counts for good).
+    prebuilt: Vec<(String, build::Built)>,
 }
 
 impl Builder {
@@ -93,14 +100,22 @@ impl Builder {
                 .collect::<Vec<_>>()
                 .join("; "))
         })?;
-        // A single target's one member is made from its config when it is
-        // built (kept, it would be one more copy of the config per target).
-        let static_specs = if t.is_group() {
-            static_members(t).map_err(&err)?
+        // A single target's one member spec is made from its config when
+        // it is needed (kept, it would be one more copy of the config per
+        // target).
+        let (static_specs, prebuilt) = if t.is_group() {
+            let specs = static_members(t).map_err(&err)?;
+            // A static member that does not build is reported by the loop,
+            // as a discovered one is.
+            let built = specs
+                .iter()
+                .filter_map(|s| self.member(t, s).ok().map(|b| (s.name.clone(), b)))
+                .collect();
+            (specs, built)
         } else {
             // A single target must build: fail now, not in the loop.
-            self.member(t, &build::single_member(t)).map_err(&err)?;
-            Vec::new()
+            let built = self.member(t, &build::single_member(t)).map_err(&err)?;
+            (Vec::new(), vec![(t.name.clone(), built)])
         };
         let latency = t
             .latency
@@ -119,6 +134,7 @@ impl Builder {
             builder: self.clone(),
             exporter: Exporter::new(self.telemetry.clone(), &t.name, t.knob, self.opts.dry_run),
             static_specs,
+            prebuilt,
         })
     }
 }
@@ -194,11 +210,13 @@ impl TargetTask {
     }
 
     /// Adds, rebuilds and removes members; returns whether anything changed.
+    /// A member in `prebuilt` is taken from there, not built again.
     fn reconcile(
         &self,
         core: &mut Core,
         ios: &mut Ios,
         specs: Vec<MemberSpec>,
+        prebuilt: &mut Vec<(String, build::Built)>,
         clock: Instant,
     ) -> bool {
         let mut changed = false;
@@ -233,10 +251,10 @@ impl TargetTask {
                     continue;
                 }
             }
-            let built = self
-                .builder
-                .member(&self.config, &spec)
-                .map_err(|e| e.to_string());
+            let built = match prebuilt.iter().position(|(n, _)| *n == spec.name) {
+                Some(i) => Ok(prebuilt.swap_remove(i).1),
+                None => self.builder.member(&self.config, &spec),
+            };
             match built {
                 Ok((source, actuator, lag)) => {
                     let member = group.then(|| spec.name.clone());
@@ -276,7 +294,7 @@ impl TargetTask {
         changed
     }
 
-    async fn run_inner(self, cancel: CancellationToken) {
+    async fn run_inner(mut self, cancel: CancellationToken) {
         let name = self.config.name.clone();
         let p = self.params;
         let window = self.config.window;
@@ -348,7 +366,9 @@ impl TargetTask {
         }
         let mut ios: Ios = Members::new();
         let specs = self.specs(discovery.as_ref());
-        self.reconcile(&mut core, &mut ios, specs, clock);
+        let mut prebuilt = std::mem::take(&mut self.prebuilt);
+        self.reconcile(&mut core, &mut ios, specs, &mut prebuilt, clock);
+        drop(prebuilt);
         let eff = core.rebalance();
         if eff > 0.0 && self.is_group() {
             exporter.emit(Event::Ceiling(core.gov.params().ceiling));
@@ -431,7 +451,7 @@ impl TargetTask {
                             exporter.emit(Event::Discovery(failure));
                         }
                         let specs = self.specs(Some(d));
-                        if self.reconcile(&mut core, &mut ios, specs, clock) {
+                        if self.reconcile(&mut core, &mut ios, specs, &mut Vec::new(), clock) {
                             core.rebalance();
                             core.need_split = true;
                         }

@@ -7,7 +7,9 @@
 //! with `@base64` segments), so those tools need no extra component.
 //!
 //! How a push becomes counters: each `kind = "push"` target registers an
-//! [`Inbox`] naming a job and grouping labels (a subset match). A push
+//! [`Inbox`] naming a job and grouping labels (a subset match), when its
+//! task is built, before the listener opens: the first push is taken (it
+//! was answered 404 until the task had first run, CI run 67). A push
 //! whose grouping key matches is evaluated against the inbox's selectors
 //! once, at ingest, and only the two sums are kept:
 //! - `cumulative = true`: the pushed values are cumulative counters; the
