@@ -325,6 +325,7 @@ async fn k6_tiny_samples(profile: &str) -> Option<Option<String>> {
         k6_tables(&k6.api)
     );
     let config = throttle_governor::config::Config::parse(&config).unwrap();
+    support::real::decision_log(&format!("k6 tiny samples, {profile}"));
     let running = throttle_governor::runtime::supervisor::start(
         &config,
         throttle_governor::runtime::supervisor::RunOptions::default(),

@@ -132,6 +132,7 @@ struct SloRun {
 /// the deadline), and collects the figures.
 async fn govern_slo(label: &str, config: &str, want: f64, bound: Duration, t0: Instant) -> SloRun {
     let cfg = Config::parse(config).unwrap_or_else(|e| panic!("{e}\n{config}"));
+    support::real::decision_log(label);
     let running = supervisor::start(&cfg, RunOptions::default(), None)
         .await
         .expect("the controller starts");
@@ -440,6 +441,7 @@ async fn without_a_latency_bound_the_same_target_is_driven_to_the_ceiling() {
         locust_config(&locust.web, None).replace("floor = 1\n", "floor = 1\nprofile = \"seed\"\n");
     assert!(text.contains("profile = \"seed\""), "{text}");
     let cfg = Config::parse(&text).unwrap();
+    support::real::decision_log("latency: no bound");
     let running = supervisor::start(&cfg, RunOptions::default(), None)
         .await
         .expect("the controller starts");

@@ -95,6 +95,7 @@ kind = "pull"
 "#
     ))
     .unwrap();
+    support::real::decision_log("pull k6");
     let running = supervisor::start(&config, RunOptions::default(), Some(listener))
         .await
         .unwrap();

@@ -220,6 +220,7 @@ window = "3s"
         harness_tables(&metrics_url)
     ))
     .unwrap();
+    support::real::decision_log("python harness, by rate");
     let running = supervisor::start(&config, RunOptions::default(), Some(listener))
         .await
         .unwrap();

@@ -250,8 +250,46 @@ pub struct Watch {
     pub deadline: Instant,
 }
 
+/// The variable that names a file to append every governed run's
+/// decision log to (the controller's own log lines: each window's verdict,
+/// each write and memory change), for reading a real tool's path window by
+/// window: `THROTTLE_TEST_LOG=/tmp/runs.log scripts/test --test real ...`
+/// (`RUST_LOG` overrides its filter, `info,throttle_governor=debug`).
+pub const DECISION_LOG: &str = "THROTTLE_TEST_LOG";
+
+/// Starts writing the controller's log to the file [`DECISION_LOG`] names,
+/// if it names one (once per test binary), and marks where `label`'s run
+/// begins in it.
+pub fn decision_log(label: &str) {
+    let Some(path) = std::env::var_os(DECISION_LOG) else {
+        return;
+    };
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{DECISION_LOG}={path:?}: cannot open it: {e}"));
+        // The controller's discarded windows and signal errors are debug
+        // lines; other crates' debug lines are noise here.
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,throttle_governor=debug"));
+        let installed = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(file))
+            .try_init();
+        if let Err(e) = installed {
+            panic!("{DECISION_LOG}: another log subscriber is installed: {e}");
+        }
+    });
+    tracing::info!(run = label, "a governed run starts");
+}
+
 /// Governs `name` in `config` (TOML) until `watch.settle` after the first
-/// back-off (or the deadline), and measures it against `target`.
+/// back-off (or the deadline), and measures it against `target`. With
+/// [`DECISION_LOG`] set, the controller's log goes to that file.
 pub async fn govern(
     label: &str,
     config: &str,
@@ -259,6 +297,7 @@ pub async fn govern(
     target: &LimitedTarget,
     watch: Watch,
 ) -> Measured {
+    decision_log(label);
     let config =
         Config::parse(config).unwrap_or_else(|e| panic!("{label}: bad config: {e}\n{config}"));
     let running = supervisor::start(&config, RunOptions::default(), None)
