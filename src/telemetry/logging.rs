@@ -322,7 +322,10 @@ pub fn log_movement(name: &str, knob: Control, o: &Outcome, window_secs: f64, dr
 }
 
 /// Logs the one line of a memory clear: after a clean streak, or
-/// (`gentle`) on a clean verdict that refuted the breach behind it.
+/// (`gentle`) on a clean verdict that refuted the breach behind it. The
+/// streak counts verdicts: one window each under `seed`, a pool of windows
+/// under `robust` and `gentle` (the line said "clean windows", which a
+/// pooled verdict is not).
 pub fn log_memory_clear(name: &str, knob: Control, at: f64, refuted: bool) {
     if refuted {
         info!(
@@ -338,7 +341,7 @@ pub fn log_memory_clear(name: &str, knob: Control, at: f64, refuted: bool) {
         target = name,
         offer = at,
         refuted,
-        "{name}: congestion memory cleared after {} clean windows at {} {knob}; slow start resumes",
+        "{name}: congestion memory cleared after {} clean verdicts at {} {knob}; slow start resumes",
         crate::governor::MEMORY_CLEAR_STREAK,
         offer(knob, at)
     );
@@ -405,10 +408,10 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
         assert!(
-            lines[0].contains("cleared after 3 clean windows at 10 concurrency"),
+            lines[0].contains("cleared after 3 clean verdicts at 10 concurrency"),
             "{text}"
         );
-        assert!(!lines[1].contains("clean windows"), "{text}");
+        assert!(!lines[1].contains("clean verdicts"), "{text}");
         assert!(
             lines[1].contains("cleared at 10 concurrency: a wall"),
             "{text}"
