@@ -133,7 +133,8 @@
 //! breach goes back where the probe started, not by its share (JMeter at
 //! a 1 ms wall went 11 → 2 on one). And a test taken because a return
 //! would pay little is dropped when the failures that came after the
-//! verdict bring the breach to `1 / high` ([`ThrottleGovernor::charge_late`]).
+//! verdict bring the breach to `1 / high` ([`ThrottleGovernor::charge_late`]),
+//! and that breach can then no longer be refuted (seventeenth round).
 //!
 //! **Leaving the dead band (fixes 4).
 //! - An *additive* Up (a probe, or a re-probe) whose first verdict is in the

@@ -18,8 +18,9 @@
 //! makes a worker over its wall loop fast, and the share means nothing),
 //! on breaches a return would pay little for (fewer than `1 / high`
 //! failures, counting those that arrive after the verdict:
-//! [`ThrottleGovernor::charge_late`] drops the test), and never at or
-//! above a cliff: an offer where such a breach came back.
+//! [`ThrottleGovernor::charge_late`] drops the test, and the refutation
+//! of its breach with it), and never at or above a cliff: an offer where
+//! such a breach came back.
 //!
 //! A return to a failed probe, on a clean window where it started, is that
 //! probe again (`gentle`): a breach there goes back where it started, as a

@@ -32,7 +32,8 @@ impl ThrottleGovernor {
     /// the clean level are added to that probe's cost; otherwise, and
     /// under the seed rules, nothing is owed. A burst test the Down took
     /// because a return would pay little is dropped once they make the
-    /// breach cost `1 / high` failures. Counts that are not finite,
+    /// breach cost `1 / high` failures, and the breach can then no longer
+    /// be refuted (by a clean verdict below it). Counts that are not finite,
     /// or negative, are ignored. Returns the failures charged.
     pub fn charge_late(&mut self, attempts: f64, failures: f64) -> f64 {
         let high = self.params.high;
@@ -45,13 +46,17 @@ impl ThrottleGovernor {
         // failures that came after its verdict are the breach's too, and a
         // return would pay them again (JMeter at a 1 ms wall: 7 failed
         // attempts decided, 274 more came before the Down reached the
-        // tool). At `1 / high` the test is dropped, and the Down stands.
+        // tool). At `1 / high` the test is dropped, and the Down stands;
+        // so does the memory: a clean verdict below no longer refutes the
+        // breach, whose re-probe would pay as much (it cleared the memory
+        // and touched the wall again for about 300 failed attempts).
         if r.settle {
             if let Some(burst) = r.burst.as_mut() {
                 if let Some(pays) = burst.pays.as_mut() {
                     *pays += excess.max(0.0);
                     if *pays * high >= 1.0 {
                         r.burst = None;
+                        r.last_breach = None;
                     }
                 }
             }

@@ -119,6 +119,12 @@ fn late_failures_that_make_a_return_costly_drop_the_test() {
     g.set_window_span(1.0);
     assert_hold(&g.step(147.0, 0.0), HoldReason::Settling);
     assert_eq!(g.state.last_bad, Some(11.0));
+    // Nor does a clean verdict at 10 refute the breach: that would clear
+    // the memory and re-probe 11 at the same cost (a touch of about 300
+    // failed attempts on JMeter, 2026-12-07).
+    let o = g.step(150.0, 0.0);
+    assert!(!o.memory_refuted, "{o:?}");
+    assert_eq!(g.state.last_bad, Some(11.0));
     // A few late failures leave the test standing.
     let mut g = reclimbed_into_a_fast_wall(7.0, 7.0);
     g.charge_late(10.0, 5.0);
