@@ -1,14 +1,19 @@
 // A concurrency gate for Artillery 2.x governed by throttle-governor's pull
-// control (docs/tools/artillery.md). No dependencies (Node 18+: fetch).
+// control (docs/tools/artillery.md). No dependencies (Node 18+).
 //
 // At most `offer` requests are in flight from this Artillery worker: the
 // `throttleGate` beforeRequest hook waits for a free slot, and the
 // `throttleCount` afterResponse and `throttleError` onError hooks free it
 // and count the attempt (every resolved request, errors included) and the
 // failure (a status >= 400, or an error such as a timeout or a refused
-// connection). The offer is asked for at most once a second; the last
-// answer is kept while the controller does not answer, and the gate opens
-// at 1 until the first answer. The counters are served as Prometheus text
+// connection). The offer is asked for, and then waited for on the
+// controller (`If-None-Match` and `?wait=5s`): a new offer, a Down above
+// all, applies the moment it is published, not up to a poll interval later
+// (at a wall that rejects in a millisecond, each request over it fails
+// every millisecond or two until then). A controller that answers at once
+// (no waiting) is asked once a second. The last answer is kept while the
+// controller does not answer, and the gate opens at 1 until the first
+// answer. The counters are served as Prometheus text
 // on THROTTLE_METRICS (default 127.0.0.1:9465) for a `kind = "prometheus"`
 // signal.
 //
@@ -24,6 +29,7 @@
 'use strict';
 
 const http = require('node:http');
+const https = require('node:https');
 
 const OFFER_URL = process.env.THROTTLE_OFFER_URL;
 const CLIENT = process.env.THROTTLE_CLIENT || 'artillery';
@@ -31,34 +37,65 @@ const TOKEN = process.env.THROTTLE_TOKEN;
 const METRICS = process.env.THROTTLE_METRICS || '127.0.0.1:9465';
 const DURATION = Number(process.env.THROTTLE_DURATION || 600);
 
+// How long each ask waits on the controller for a new offer.
+const WAIT_SECONDS = 5;
+
 let offer = 1; // until the first answer: one request (assume the most fragile target)
-let askedAt = -Infinity;
-let asking = null;
 let inFlight = 0;
 const waiting = []; // resolvers of requests waiting for a slot, first come first served
 let attempts = 0;
 let failures = 0;
 let started = null; // the first use in this worker: the metrics server, the pump, the clock
 
-function refresh() {
-  const now = Date.now();
-  if (asking || now - askedAt < 1000) return asking || Promise.resolve();
-  askedAt = now;
-  const url = `${OFFER_URL}${OFFER_URL.includes('?') ? '&' : '?'}client=${encodeURIComponent(CLIENT)}`;
-  asking = fetch(url, {
-    headers: TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {},
-    signal: AbortSignal.timeout(2000),
-  })
-    .then(async (res) => {
-      const n = parseFloat(await res.text());
-      if (res.status === 200 && Number.isFinite(n) && n >= 0) offer = n; // else keep the last one
-    })
-    .catch(() => {}) // keep the last offer until the controller answers
-    .finally(() => {
-      asking = null;
-      pump();
+// One ask: resolves to { status, etag, body } (status -1 on any error).
+// Its socket does not keep the worker alive at the end of the test.
+function ask(url, etag) {
+  return new Promise((resolve) => {
+    const headers = {};
+    if (TOKEN) headers.Authorization = `Bearer ${TOKEN}`;
+    if (etag) headers['If-None-Match'] = etag;
+    const lib = url.startsWith('https:') ? https : http;
+    const req = lib.get(url, { headers, timeout: (WAIT_SECONDS + 5) * 1000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode, etag: res.headers.etag, body }));
+      res.on('error', () => resolve({ status: -1 }));
     });
-  return asking;
+    req.on('socket', (socket) => socket.unref());
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve({ status: -1 }));
+  });
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+// Asks for the offer, then waits on the controller for each next one.
+async function watchOffer() {
+  const sep = OFFER_URL.includes('?') ? '&' : '?';
+  const url = `${OFFER_URL}${sep}client=${encodeURIComponent(CLIENT)}&wait=${WAIT_SECONDS}s`;
+  let etag = null;
+  for (;;) {
+    const began = Date.now();
+    const res = await ask(url, etag);
+    if (res.status === 200) {
+      const n = parseFloat(res.body);
+      if (Number.isFinite(n) && n >= 0) offer = n; // else keep the last one
+      etag = res.etag || null;
+      pump();
+    } else if (res.status !== 304) {
+      etag = null; // an error, 503 before the first offer, 401, 404: ask afresh
+    }
+    // After a new offer, or a wait the controller held, ask again at once:
+    // that ask waits on the controller. Otherwise (an error, or a 304
+    // answered at once by a controller that does not wait), in a second.
+    const again = (res.status === 200 && etag) || (res.status === 304 && Date.now() - began >= 500);
+    if (!again) await sleep(1000);
+  }
 }
 
 // Hands free slots to waiting requests.
@@ -73,8 +110,7 @@ function start() {
   if (started !== null) return;
   started = Date.now();
   if (!OFFER_URL) throw new Error('throttle-gate: set THROTTLE_OFFER_URL to the controller\'s offer URL');
-  // Keeps asking while requests wait (a full gate frees no slot to trigger it).
-  setInterval(() => refresh(), 250).unref();
+  watchOffer();
   if (METRICS !== 'off') {
     const colon = METRICS.lastIndexOf(':');
     const server = http.createServer((req, res) => {
@@ -117,7 +153,6 @@ async function throttleGate(requestParams, context) {
   start();
   // A VU sends one request at a time: a slot it still holds is its last one's.
   resolved(context.__throttleLast, true);
-  refresh();
   if (waiting.length === 0 && inFlight < Math.floor(offer)) {
     inFlight += 1;
   } else {

@@ -21,6 +21,10 @@
 //! to both: the HTTP surface answers pulls from it (`http::pull`), and the
 //! engine builds a [`PullKnob`] over it (`engine::build`).
 //!
+//! A pull may wait for the next publication (`?wait=`, [`wait`]): the tool
+//! then takes a new offer within milliseconds of its publication, not up
+//! to a poll interval later.
+//!
 //! What it may touch: only the board's memory (a mutex held for a few map
 //! operations, never across an await). The HTTP side is `http::pull`.
 
@@ -29,10 +33,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use thiserror::Error;
+use tokio::sync::watch;
 
 use super::ControlError;
 use crate::auth::Secret;
 use crate::config::pull::{PullControlConfig, DEFAULT_MAX_CLIENTS};
+
+pub mod wait;
+pub use wait::MAX_WAIT;
 
 /// What is served: one single target, or one member of a target group.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -105,6 +113,8 @@ struct Entry {
     last_pull: Option<Instant>,
     /// Per puller: the generation it pulled last, and when.
     clients: HashMap<String, (u64, Instant)>,
+    /// Pulls waiting for the next publication: pullers listening now.
+    waiting: usize,
 }
 
 #[derive(Debug)]
@@ -114,6 +124,11 @@ struct Board {
     aliases: HashMap<(String, String), String>,
     token: Option<Secret>,
     max_clients: usize,
+    /// Pulls waiting, over every target, and the most that may.
+    waiters: usize,
+    max_waiters: usize,
+    /// The server is stopping: no pull waits.
+    closed: bool,
 }
 
 impl Default for Board {
@@ -123,15 +138,45 @@ impl Default for Board {
             aliases: HashMap::new(),
             token: None,
             max_clients: DEFAULT_MAX_CLIENTS,
+            waiters: 0,
+            max_waiters: wait::DEFAULT_MAX_WAITERS,
+            closed: false,
+        }
+    }
+}
+
+impl Board {
+    /// The key a pull of `target` (and `member`, by name or address) reads.
+    fn key_of(&self, target: &str, member: Option<&str>) -> PullKey {
+        PullKey {
+            target: target.to_string(),
+            member: member.map(|m| {
+                self.aliases
+                    .get(&(target.to_string(), m.to_string()))
+                    .cloned()
+                    .unwrap_or_else(|| m.to_string())
+            }),
         }
     }
 }
 
 /// What each pulling target (and group member) serves; shared by the
 /// knobs that publish and the server that answers pulls.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PullBoard {
     inner: Arc<Mutex<Board>>,
+    /// Bumped by every publication and removal: what a waiting pull wakes
+    /// on.
+    changes: Arc<watch::Sender<u64>>,
+}
+
+impl Default for PullBoard {
+    fn default() -> Self {
+        PullBoard {
+            inner: Arc::default(),
+            changes: Arc::new(watch::channel(0).0),
+        }
+    }
 }
 
 fn lock(m: &Mutex<Board>) -> std::sync::MutexGuard<'_, Board> {
@@ -172,14 +217,18 @@ impl PullBoard {
             pulled: None,
             last_pull: None,
             clients: HashMap::new(),
+            waiting: 0,
         });
     }
 
     /// Forgets a target and its members (it left the config).
     pub fn remove_target(&self, target: &str) {
-        let mut b = lock(&self.inner);
-        b.entries.retain(|k, _| k.target != target);
-        b.aliases.retain(|(t, _), _| t != target);
+        {
+            let mut b = lock(&self.inner);
+            b.entries.retain(|k, _| k.target != target);
+            b.aliases.retain(|(t, _), _| t != target);
+        }
+        self.changed();
     }
 
     /// Publishes `value` as a new generation; returns the generation.
@@ -190,7 +239,10 @@ impl PullBoard {
         e.offer = Some(if e.integer { value.round() } else { value });
         e.generation += 1;
         e.updated_at = SystemTime::now();
-        e.generation
+        let generation = e.generation;
+        drop(b);
+        self.changed();
+        generation
     }
 
     /// Serves one pull of a target's offer (or of a member's, by name or
@@ -203,15 +255,7 @@ impl PullBoard {
         now: Instant,
     ) -> Result<Served, PullError> {
         let mut b = lock(&self.inner);
-        let key = PullKey {
-            target: target.to_string(),
-            member: member.map(|m| {
-                b.aliases
-                    .get(&(target.to_string(), m.to_string()))
-                    .cloned()
-                    .unwrap_or_else(|| m.to_string())
-            }),
-        };
+        let key = b.key_of(target, member);
         let max_clients = b.max_clients;
         let Some(e) = b.entries.get_mut(&key) else {
             let is_group = b
@@ -275,7 +319,9 @@ impl PullBoard {
             (None, _) => Err(ControlError::NotPulled(
                 "no client has pulled the offer yet".into(),
             )),
-            (Some(at), _) if now.saturating_duration_since(at) > stale_after => {
+            // A pull waiting for the next publication is a puller
+            // listening now, however long ago it asked.
+            (Some(at), _) if e.waiting == 0 && now.saturating_duration_since(at) > stale_after => {
                 Err(ControlError::NotPulled(format!(
                     "no client has pulled the offer for {:.1}s (stale_after {})",
                     now.saturating_duration_since(at).as_secs_f64(),

@@ -16,6 +16,12 @@
 //! - Caching suits a poll every second: `Cache-Control: private, max-age=1`
 //!   and an `ETag` of the generation (`If-None-Match` answers 304 and still
 //!   counts as a pull).
+//! - A pull with `If-None-Match` of the current generation and `?wait=5s`
+//!   (a duration, or seconds) waits for the next publication, at most
+//!   [`MAX_WAIT`] ([`crate::control::pull::wait`]): answered 200 the moment
+//!   a new offer is published, else 304 when the wait ends. A tool that
+//!   asks so takes a `Down` within milliseconds instead of a poll interval
+//!   later.
 //! - When `[server.pull]` sets a token, a request without
 //!   `Authorization: Bearer <token>` is refused with 401.
 //!
@@ -37,7 +43,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::Surface;
-use crate::control::pull::Served;
+use crate::control::pull::{PullError, Served, MAX_WAIT};
 use crate::telemetry::export::{emit_pull, Pull};
 
 /// The header a puller may name itself with (instead of `?client=`).
@@ -55,6 +61,24 @@ pub struct OfferQuery {
     instance: Option<String>,
     /// `json` for a JSON answer.
     format: Option<String>,
+    /// How long a pull that holds the current generation waits for the
+    /// next one (`5s`, `500ms`, or seconds).
+    wait: Option<String>,
+}
+
+/// A `wait` value: a duration (`5s`, `500ms`) or seconds (`5`, `2.5`),
+/// cut to [`MAX_WAIT`].
+fn parse_wait(v: &str) -> Result<std::time::Duration, String> {
+    let v = v.trim();
+    let d = match v.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => {
+            std::time::Duration::from_secs_f64(secs.min(MAX_WAIT.as_secs_f64()))
+        }
+        Ok(_) => return Err(format!("`wait` must be a duration like 5s, not {v:?}")),
+        Err(_) => humantime::parse_duration(v)
+            .map_err(|e| format!("`wait` must be a duration like 5s, not {v:?} ({e})"))?,
+    };
+    Ok(d.min(MAX_WAIT))
 }
 
 /// `GET /api/v1/targets/{name}/offer`
@@ -70,7 +94,7 @@ pub(super) async fn offer(
         (_, Err(e)) => return bad_request(&t, e.body_text()),
     };
     let member = q.instance.clone();
-    answer(&t, &name, member.as_deref(), &q, &headers)
+    answer(&t, &name, member.as_deref(), &q, &headers).await
 }
 
 /// `GET /api/v1/targets/{name}/members/{member}/offer`
@@ -85,7 +109,7 @@ pub(super) async fn member_offer(
         (Err(e), _) => return bad_request(&t, e.body_text()),
         (_, Err(e)) => return bad_request(&t, e.body_text()),
     };
-    answer(&t, &name, Some(&member), &q, &headers)
+    answer(&t, &name, Some(&member), &q, &headers).await
 }
 
 /// A path or query the extractors refused (a duplicate `client`, a name
@@ -127,7 +151,7 @@ fn if_none_match(value: &str, etag: &str) -> bool {
         .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
 }
 
-fn answer(
+async fn answer(
     t: &Surface,
     name: &str,
     member: Option<&str>,
@@ -167,26 +191,38 @@ fn answer(
             ),
         );
     }
+    let wait = match q.wait.as_deref().map(parse_wait).transpose() {
+        Ok(w) => w,
+        Err(why) => return refuse(t, StatusCode::BAD_REQUEST, "bad_request", why),
+    };
     let client = if client.is_empty() {
         "anonymous"
     } else {
         &client
     };
-    let served = match t.pull.pull(name, member, client, Instant::now()) {
-        Ok(s) => s,
-        Err(e) => {
-            let status = match e {
-                crate::control::pull::PullError::NoOffer(_) => StatusCode::SERVICE_UNAVAILABLE,
-                _ => StatusCode::NOT_FOUND,
-            };
-            return refuse(t, status, e.result(), e.to_string());
-        }
-    };
-    let etag = format!("\"g{}\"", served.generation);
-    let not_modified = headers
+    let inm = headers
         .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| if_none_match(v, &etag));
+        .and_then(|v| v.to_str().ok());
+    let mut served = match serve(t, name, member, client) {
+        Ok(s) => s,
+        Err(e) => return refused(t, e),
+    };
+    // Holding the current generation, a pull that may wait does, then is
+    // served again: the new generation, or the same one (304).
+    if let Some(wait) = wait.filter(|w| !w.is_zero()) {
+        if inm.is_some_and(|v| if_none_match(v, &etag_of(&served)))
+            && t.pull
+                .wait_for_change(name, member, served.generation, wait)
+                .await
+        {
+            served = match serve(t, name, member, client) {
+                Ok(s) => s,
+                Err(e) => return refused(t, e),
+            };
+        }
+    }
+    let etag = etag_of(&served);
+    let not_modified = inm.is_some_and(|v| if_none_match(v, &etag));
     emit_pull(
         &t.telemetry,
         Pull::Served {
@@ -210,6 +246,24 @@ fn answer(
         h.insert(header::ETAG, v);
     }
     r
+}
+
+fn etag_of(s: &Served) -> String {
+    format!("\"g{}\"", s.generation)
+}
+
+/// One pull of the board, recorded as evidence.
+fn serve(t: &Surface, name: &str, member: Option<&str>, client: &str) -> Result<Served, PullError> {
+    t.pull.pull(name, member, client, Instant::now())
+}
+
+/// A refused pull's answer.
+fn refused(t: &Surface, e: PullError) -> Response {
+    let status = match e {
+        PullError::NoOffer(_) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::NOT_FOUND,
+    };
+    refuse(t, status, e.result(), e.to_string())
 }
 
 fn wants_json(q: &OfferQuery, headers: &HeaderMap) -> bool {
@@ -252,6 +306,21 @@ mod tests {
         }
         for v in ["\"g4\"", "W/\"g4\"", "g3", ""] {
             assert!(!if_none_match(v, "\"g3\""), "{v}");
+        }
+    }
+
+    #[test]
+    fn wait_takes_durations_or_seconds_cut_to_the_most() {
+        use std::time::Duration;
+        assert_eq!(parse_wait("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_wait(" 500ms ").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_wait("2.5").unwrap(), Duration::from_millis(2500));
+        assert_eq!(parse_wait("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_wait("1h").unwrap(), MAX_WAIT);
+        assert_eq!(parse_wait("60").unwrap(), MAX_WAIT);
+        for bad in ["soon", "-1", "NaN", "inf", "", "5 parsecs"] {
+            let e = parse_wait(bad).unwrap_err();
+            assert!(e.contains("`wait` must be a duration"), "{bad}: {e}");
         }
     }
 

@@ -65,6 +65,8 @@ pub struct Running {
     cancel: CancellationToken,
     server: tokio::task::JoinHandle<()>,
     server_cancel: CancellationToken,
+    /// The pull board, closed at shutdown so that no pull waits then.
+    board: PullBoard,
     state: Option<Arc<StateStore>>,
     roster: Roster,
 }
@@ -103,6 +105,9 @@ pub async fn start(
         .map_err(SupervisorError::Push)?;
     let pull_token = config.server.pull.token().map_err(SupervisorError::Pull)?;
     pull.configure(pull_token, config.server.pull.max_clients);
+    // Waiting pulls hold a connection each: at most half the cap, so the
+    // scrapes always find one.
+    pull.set_max_waiters(config.server.max_connections as usize / 2);
     let listener = match listener {
         Some(l) => l,
         None => bind(config.server.listen, config.server.max_connections).map_err(|source| {
@@ -120,6 +125,7 @@ pub async fn start(
         })?;
     let server_cancel = CancellationToken::new();
     let sc = server_cancel.clone();
+    let board = pull.clone();
     let surface = Arc::new(Surface {
         telemetry: telemetry.clone(),
         push,
@@ -164,6 +170,7 @@ pub async fn start(
         cancel,
         server,
         server_cancel,
+        board,
         state,
         roster,
     })
@@ -247,6 +254,8 @@ impl Running {
                 warn!(error = %e, "Cannot write the state file");
             }
         }
+        // Waiting pulls are answered now, not held through the grace.
+        self.board.close();
         self.server_cancel.cancel();
         let _ = tokio::time::timeout(server::SHUTDOWN_GRACE, &mut self.server).await;
         self.server.abort();

@@ -452,3 +452,76 @@ async fn a_thousand_concurrent_pollers_are_all_answered() {
     assert_eq!(after - before, (POLLERS * POLLS) as f64);
     assert!(clients >= POLLERS as f64, "clients {clients}");
 }
+
+/// A pull that holds the current generation and asks to wait is answered
+/// when the next offer is published, not at its wait's end; a bad `wait`
+/// is a counted 400; without `If-None-Match` it is answered at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_that_waits_is_answered_when_the_next_offer_is_published() {
+    let fake = FakeTool::start(6.0, 1.0).await;
+    let cfg = Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+        pull_target(&fake, "t", 300, "", "")
+    ))
+    .unwrap();
+    let running = supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap();
+    let ctl = running.addr;
+    let url = format!("http://{ctl}/api/v1/targets/t/offer");
+    // The tool follows its pulls, so the governor climbs and publishes
+    // about every window (300 ms) for a while.
+    let _puller = Puller::start(
+        format!("{url}?client=gate"),
+        fake.state.clone(),
+        Duration::from_millis(100),
+    );
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(12))
+        .build()
+        .unwrap();
+    let published = wait_until(Duration::from_secs(5), || {
+        let r = c.get(format!("{url}?client=w"));
+        async move { r.send().await.is_ok_and(|r| r.status() == 200) }
+    })
+    .await;
+    assert!(published, "the opening offer was never served");
+
+    let (s, h, body) = status_of(c.get(format!("{url}?client=w&format=json"))).await;
+    assert_eq!(s, 200, "{body}");
+    let etag = h["etag"].to_str().unwrap().to_string();
+    let before: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let t0 = Instant::now();
+    let (s, h, body) = status_of(
+        c.get(format!("{url}?client=w&format=json&wait=8s"))
+            .header("if-none-match", &etag),
+    )
+    .await;
+    let took = t0.elapsed();
+    // 200 (not the 304 of a wait that ended): woken by a publication.
+    assert_eq!(s, 200, "{body}");
+    let after: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        after["generation"].as_u64() > before["generation"].as_u64(),
+        "{before} -> {after}"
+    );
+    assert_ne!(h["etag"].to_str().unwrap(), etag);
+    eprintln!(
+        "waiting pull: answered {:.0} ms after it asked, with generation {} (it held {})",
+        took.as_secs_f64() * 1e3,
+        after["generation"],
+        before["generation"]
+    );
+
+    let (s, _, body) = status_of(c.get(format!("{url}?client=w&wait=soon"))).await;
+    assert_eq!(s, 400, "{body}");
+    assert!(body.contains("`wait`"), "{body}");
+    assert_eq!(
+        metric(ctl, "throttle_pull_requests_total{result=\"bad_request\"}").await,
+        Some(1.0)
+    );
+    // Without If-None-Match there is nothing to wait for.
+    let (s, _, _) = status_of(c.get(format!("{url}?client=w&wait=8s"))).await;
+    assert_eq!(s, 200);
+    running.shutdown(Duration::from_secs(3)).await;
+}

@@ -9,30 +9,58 @@
 """
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
 
 class Offer:
-    """The offer, asked for at most once per `every` seconds (thread-safe)."""
+    """The offer, kept current by a daemon thread (thread-safe).
 
-    def __init__(self, url, client="python", token=None, every=1.0, start=1.0):
-        self.url = url + "?" + urllib.parse.urlencode({"client": client})
+    The thread asks for the offer, then waits on the controller for each
+    next one (`If-None-Match` and `?wait=`): a new offer, a Down above all,
+    applies the moment it is published, not up to a poll interval later. A
+    controller that answers at once (no waiting) is asked every `every`
+    seconds. The last offer is kept while the controller does not answer.
+    """
+
+    def __init__(self, url, client="python", token=None, every=1.0, start=1.0, wait=5):
+        sep = "&" if "?" in url else "?"
+        self.url = url + sep + urllib.parse.urlencode({"client": client, "wait": f"{wait}s"})
         self.headers = {"Authorization": "Bearer " + token} if token else {}
-        self.every, self.value, self.asked = every, float(start), float("-inf")
-        self.lock = threading.Lock()
+        self.every, self.wait, self.value = every, wait, float(start)
+        threading.Thread(target=self._watch, name="throttle-offer", daemon=True).start()
+
+    def _ask(self, etag):
+        """One ask: (status, etag); status -1 on any error."""
+        headers = dict(self.headers)
+        if etag:
+            headers["If-None-Match"] = etag
+        try:
+            req = urllib.request.Request(self.url, headers=headers)
+            with urllib.request.urlopen(req, timeout=self.wait + 5) as res:
+                self.value = float(res.read().decode().strip())
+                return res.status, res.headers.get("ETag")
+        except urllib.error.HTTPError as e:  # 304 arrives as an HTTPError
+            return e.code, etag if e.code == 304 else None
+        except (OSError, ValueError):
+            return -1, None  # keep the last offer until the controller answers
+
+    def _watch(self):
+        etag = None
+        while True:
+            began = time.monotonic()
+            status, etag = self._ask(etag)
+            # After a new offer, or a wait the controller held, ask again at
+            # once: that ask waits on the controller. Otherwise (an error, or
+            # a 304 answered at once by a controller that does not wait),
+            # after `every` seconds.
+            held = time.monotonic() - began >= 0.5
+            if not ((status == 200 and etag) or (status == 304 and held)):
+                time.sleep(self.every)
 
     def get(self):
-        with self.lock:
-            if time.monotonic() - self.asked >= self.every:
-                self.asked = time.monotonic()
-                try:
-                    req = urllib.request.Request(self.url, headers=self.headers)
-                    with urllib.request.urlopen(req, timeout=2) as res:
-                        self.value = float(res.read().decode().strip())
-                except (OSError, ValueError):
-                    pass  # keep the last offer until the controller answers
-            return self.value
+        return self.value
 
     def allows(self, worker):
         return worker <= self.get()

@@ -24,8 +24,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * PreProcessor calls {@link #acquire()} before each gated sample (blocking
  * while the gate is full), and a JSR223 Listener calls {@link #done(boolean)}
  * after it, which frees the slot and counts the attempt (and the failure,
- * after assertions ran). The offer is asked for once a second by a daemon
- * thread; the last answer is kept while the controller does not answer, and
+ * after assertions ran). A daemon thread asks for the offer and then waits
+ * on the controller for the next one ({@code If-None-Match} and
+ * {@code ?wait=5s}): a new offer, a {@code Down} above all, applies the moment
+ * it is published, not up to a poll interval later (at a wall that rejects in
+ * a millisecond, each worker over it fails an attempt every millisecond or two
+ * until then). A controller that answers at once (no waiting) is asked once a
+ * second. The last answer is kept while the controller does not answer, and
  * the gate opens at 1 until the first answer. The counters are served as
  * Prometheus text on {@code throttle.metrics} (default 127.0.0.1:9466) for a
  * {@code kind = "prometheus"} signal.
@@ -56,7 +61,8 @@ public final class ThrottleGate {
 
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-  private final HttpRequest ask;
+  private final URI ask;
+  private final String token;
   private volatile double offer = 1.0;
   private int inFlight; // guarded by this
   private final ThreadLocal<Boolean> held = new ThreadLocal<>();
@@ -65,13 +71,9 @@ public final class ThrottleGate {
 
   public ThrottleGate(String offerUrl, String client, String token, String metrics) {
     String sep = offerUrl.contains("?") ? "&" : "?";
-    HttpRequest.Builder b = HttpRequest.newBuilder(
-            URI.create(offerUrl + sep + "client=" + URLEncoder.encode(client, StandardCharsets.UTF_8)))
-        .timeout(Duration.ofSeconds(2));
-    if (!token.isEmpty()) {
-      b.header("Authorization", "Bearer " + token);
-    }
-    ask = b.build();
+    ask = URI.create(offerUrl + sep + "client=" + URLEncoder.encode(client, StandardCharsets.UTF_8)
+        + "&wait=" + WAIT_SECONDS + "s");
+    this.token = token;
     Thread poller = new Thread(this::poll, "throttle-gate-offer");
     poller.setDaemon(true);
     poller.start();
@@ -120,11 +122,26 @@ public final class ThrottleGate {
     return offer;
   }
 
+  /** How long each ask waits on the controller for a new offer. */
+  static final int WAIT_SECONDS = 5;
+
   private void poll() {
+    String etag = null;
     while (true) {
+      long started = System.nanoTime();
+      int status = -1;
       try {
-        HttpResponse<String> res = http.send(ask, HttpResponse.BodyHandlers.ofString());
-        if (res.statusCode() == 200) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(ask)
+            .timeout(Duration.ofSeconds(WAIT_SECONDS + 5));
+        if (!token.isEmpty()) {
+          b.header("Authorization", "Bearer " + token);
+        }
+        if (etag != null) {
+          b.header("If-None-Match", etag);
+        }
+        HttpResponse<String> res = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        status = res.statusCode();
+        if (status == 200) {
           double n = Double.parseDouble(res.body().trim());
           if (Double.isFinite(n) && n >= 0) {
             offer = n;
@@ -132,16 +149,26 @@ public final class ThrottleGate {
               notifyAll();
             }
           }
+          etag = res.headers().firstValue("ETag").orElse(null);
+        } else if (status != 304) {
+          etag = null; // 503 before the first offer, 401, 404: ask afresh
         }
       } catch (IOException | RuntimeException e) {
-        // keep the last offer until the controller answers
+        etag = null; // keep the last offer until the controller answers
       } catch (InterruptedException e) {
         return;
       }
-      try {
-        Thread.sleep(1000);
-      } catch (InterruptedException e) {
-        return;
+      long tookMs = (System.nanoTime() - started) / 1_000_000;
+      // After a new offer, or a wait the controller held, ask again at once:
+      // that ask waits on the controller. Otherwise (an error, or a 304
+      // answered at once by a controller that does not wait), in a second.
+      boolean again = (status == 200 && etag != null) || (status == 304 && tookMs >= 500);
+      if (!again) {
+        try {
+          Thread.sleep(1000);
+        } catch (InterruptedException e) {
+          return;
+        }
       }
     }
   }
