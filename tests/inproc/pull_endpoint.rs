@@ -24,6 +24,19 @@ fn pull_target(fake: &FakeTool, name: &str, window_ms: u64, top: &str, control: 
     )
 }
 
+/// The controller over the fake's target `t` (300 ms windows) with a pull
+/// control: `top` and `control` are added to the target and its control.
+async fn start_pulled(fake: &FakeTool, top: &str, control: &str) -> supervisor::Running {
+    let cfg = Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+        pull_target(fake, "t", 300, top, control)
+    ))
+    .unwrap();
+    supervisor::start(&cfg, RunOptions::default(), None)
+        .await
+        .unwrap()
+}
+
 /// Whether a group member takes part in the split, from `/api/v1/groups`.
 async fn member_up(ctl: std::net::SocketAddr, who: &str) -> Option<bool> {
     let v = support::get_json(&format!("http://{ctl}/api/v1/groups")).await;
@@ -49,14 +62,7 @@ async fn status_of(r: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderM
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_endpoint_answers_text_json_404_and_304() {
     let fake = FakeTool::start(5.0, 1.0).await;
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        pull_target(&fake, "t", 300, "start = 20", "")
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = start_pulled(&fake, "start = 20", "").await;
     let ctl = running.addr;
     let c = client();
     let url = format!("http://{ctl}/api/v1/targets/t/offer");
@@ -172,20 +178,7 @@ async fn the_token_is_enforced_off_loopback() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pulls_confirm_changes_and_no_pull_is_unconfirmed_then_signal_loss() {
     let fake = FakeTool::start(6.0, 1.0).await;
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        pull_target(
-            &fake,
-            "t",
-            300,
-            "signal_loss_windows = 3",
-            "stale_after = \"2s\""
-        )
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = start_pulled(&fake, "signal_loss_windows = 3", "stale_after = \"2s\"").await;
     let ctl = running.addr;
     let url = format!("http://{ctl}/api/v1/targets/t/offer?client=gate-1");
     let puller = Puller::start(url, fake.state.clone(), Duration::from_millis(100));
@@ -459,14 +452,7 @@ async fn a_thousand_concurrent_pollers_are_all_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_that_waits_is_answered_when_the_next_offer_is_published() {
     let fake = FakeTool::start(6.0, 1.0).await;
-    let cfg = Config::parse(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-        pull_target(&fake, "t", 300, "", "")
-    ))
-    .unwrap();
-    let running = supervisor::start(&cfg, RunOptions::default(), None)
-        .await
-        .unwrap();
+    let running = start_pulled(&fake, "", "").await;
     let ctl = running.addr;
     let url = format!("http://{ctl}/api/v1/targets/t/offer");
     // The tool follows its pulls, so the governor climbs and publishes
