@@ -81,8 +81,8 @@ pub struct TargetTask {
     /// group's static ones), which its first reconcile takes. Kept, not
     /// rebuilt, so that a `push` member's inbox takes pushes from the
     /// moment the task exists: one built only when the task first ran left
-    /// a gap in which a push was answered 404 and lost (a delta push's
-    /// counts for good).
+    /// a gap in which a push was answered 404 (as if no target read its
+    /// job) and the task's first reads found nothing pushed.
     prebuilt: Vec<(String, build::Built)>,
 }
 

@@ -61,7 +61,7 @@ mod size {
 mod prebuilt {
     //! A push target's inbox takes pushes from the moment its task is
     //! built, not only once the task first runs (CI run 67: a push in that
-    //! gap was answered 404, and a delta push's counts were lost).
+    //! gap was answered 404).
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
