@@ -135,11 +135,18 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_waiting_pull_wakes_on_the_next_publication() {
+    /// A board with target `t` published, and the generation a puller
+    /// `w` holds.
+    fn pulled() -> (PullBoard, u64) {
         let b = PullBoard::default();
         b.publish(&key(), true, 5.0);
         let g = b.pull("t", None, "w", Instant::now()).unwrap().generation;
+        (b, g)
+    }
+
+    #[tokio::test]
+    async fn a_waiting_pull_wakes_on_the_next_publication() {
+        let (b, g) = pulled();
         let waiter = {
             let b = b.clone();
             tokio::spawn(async move {
@@ -164,9 +171,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_waiting_pull_ends_at_its_wait_or_at_the_cap() {
-        let b = PullBoard::default();
-        b.publish(&key(), true, 5.0);
-        let g = b.pull("t", None, "w", Instant::now()).unwrap().generation;
+        let (b, g) = pulled();
         let t0 = tokio::time::Instant::now();
         assert!(
             b.wait_for_change("t", None, g, Duration::from_secs(3))
@@ -191,10 +196,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn past_the_most_waiters_a_pull_does_not_wait() {
-        let b = PullBoard::default();
+        let (b, g) = pulled();
         b.set_max_waiters(1);
-        b.publish(&key(), true, 5.0);
-        let g = b.pull("t", None, "w", Instant::now()).unwrap().generation;
         let first = {
             let b = b.clone();
             tokio::spawn(async move {
@@ -221,9 +224,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn closing_the_board_ends_every_wait() {
-        let b = PullBoard::default();
-        b.publish(&key(), true, 5.0);
-        let g = b.pull("t", None, "w", Instant::now()).unwrap().generation;
+        let (b, g) = pulled();
         let waiting = {
             let b = b.clone();
             tokio::spawn(async move {
