@@ -246,11 +246,17 @@
 //!   rejecting wall is told from 0 failures just below in a few failures,
 //!   so a settled probe past the wall now costs one verdict instead of
 //!   [`BAND_PATIENCE`] (the default bench's `rejector` fails 722 attempts
-//!   in 600 windows instead of 5,908). A band under the clean level all
-//!   told (a few failing windows among clean ones, as near `metastable`'s
-//!   soft wall) is held, as before. And a *clean* pool at an offer whose
-//!   counts, all told, pass both tests is taken as that band
-//!   (`wall_under_clean` in `probe`): on ~100 attempts a verdict,
+//!   in 600 windows instead of 5,908). The comparison with the offers
+//!   below asks only that the counts at the offer, all told, reach the
+//!   *knee level* (`knee_level` in `probe`: the background plus
+//!   [`CLEAR_BELOW`] of `low`, 0.25 %), not the clean level (eighteenth
+//!   round): one worker over a wall of 150 fails 0.66 %, under `low`, and
+//!   a settled run sat there for good (the worst tenth of `rejector`'s
+//!   runs failed 6,043 attempts in 600 windows; now 393). A band under the
+//!   knee level all told (a few failing windows among clean ones, as near
+//!   `metastable`'s soft wall) is held, as before. And a *clean* pool at
+//!   an offer whose counts, all told, pass both tests is taken as that
+//!   band (`wall_under_clean` in `probe`): on ~100 attempts a verdict,
 //!   one worker over a wall shows a failure now and then, and most pools
 //!   there are clean. Without an estimate (a run that never went back
 //!   under the safe zone), a band whose counts, all told, are above the
