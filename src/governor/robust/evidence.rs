@@ -10,8 +10,10 @@
 use super::background::Thresholds;
 use super::state::{Judgement, Verdict};
 use super::stats::{one_worker_ruled_out, significant_breach, significantly_above};
-use super::tunables::{BREACH_WINDOWS, BURST_NOT_FALLING, PLATEAU_SHARE, THIN_EXCUSE_HIGHS};
-use crate::governor::{Evidence, HoldReason, ThrottleGovernor, SAFE_ZONE};
+use super::tunables::{
+    BREACH_WINDOWS, BURST_NOT_FALLING, GRAIN_NEAR_WALL_PROBES, PLATEAU_SHARE, THIN_EXCUSE_HIGHS,
+};
+use crate::governor::{probe_step, Evidence, HoldReason, ThrottleGovernor, SAFE_ZONE};
 
 impl ThrottleGovernor {
     /// Whether a clean verdict's `successes` over `work` (the offer times
@@ -85,6 +87,33 @@ impl ThrottleGovernor {
         Verdict::Hold(HoldReason::Settling)
     }
 
+    /// `gentle`, on an integer knob: whether a pool under the clean level
+    /// at `offer` must also rule out one worker over a wall to be clean
+    /// (eighteenth round). It must within [`GRAIN_NEAR_WALL_PROBES`]
+    /// probes of `last_bad`, where no failure was seen below: the
+    /// background estimate has none, and the offers just below none in at
+    /// least `1 / low` attempts. There one worker over a wall of 160
+    /// fails 0.6 % of the attempts, and on 40 attempts a window a pool of
+    /// 100 is clean (no failure, or one in more than 100) more than half
+    /// the time: each such pool let a run climb on, and it sat two to six
+    /// workers over the wall (`rejector n=40`). So near the wall a pool
+    /// with a failure in it is the band, and one without waits for the
+    /// grain's `3 offer` attempts. Where the offers below failed too, a
+    /// failure is as likely the background's, and the rule stays out.
+    fn grain_near_wall(&self, offer: f64) -> bool {
+        let (p, r) = (self.params, &self.robust);
+        let (below, failed_below) = r.background.below(offer);
+        r.tunables.worker_grain
+            && p.control.is_integer()
+            && r.thresholds.estimate.is_none_or(|e| e.failures <= 0.0)
+            && below * p.low >= 1.0
+            && failed_below <= 0.0
+            && self
+                .state
+                .last_bad
+                .is_some_and(|bad| offer >= bad - GRAIN_NEAR_WALL_PROBES * probe_step(bad))
+    }
+
     /// Adds a window to the pools and says whether they give a verdict.
     pub(super) fn pool(&mut self, attempts: f64, failures: f64) -> Verdict {
         let p = self.params;
@@ -100,6 +129,8 @@ impl ThrottleGovernor {
                 .thresholds
                 .capping_thin_excuses(THIN_EXCUSE_HIGHS * p.high);
         }
+        let near_wall = self.grain_near_wall(offer);
+        let r = &mut self.robust;
         // Only a window well below the last wall witnesses the background:
         // near a wall, failures are the load's (a capacity that halved, or
         // rose, leaves such windows at offers that later look low).
@@ -156,7 +187,15 @@ impl ThrottleGovernor {
         let t = r.thresholds;
         if n >= t.min_attempts() {
             let frac = f / n;
-            let judgement = if t.is_clean(f, n) {
+            let grain = near_wall && t.is_clean(f, n);
+            if grain && f <= 0.0 && !one_worker_ruled_out(n, offer) {
+                // Calm, though not yet enough to climb from: the burst
+                // test's steady count and its return see it as calm.
+                r.burst_tested = None;
+                r.calm_run += 1;
+                return Verdict::Hold(HoldReason::Gathering);
+            }
+            let judgement = if t.is_clean(f, n) && !(grain && f > 0.0) {
                 Judgement::Clean(frac)
             } else if r.retreated && significantly_above(f, n, t.clean_below) {
                 // Back at an offer that was clean, and clearly not clean any

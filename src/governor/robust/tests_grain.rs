@@ -2,7 +2,9 @@
 //! integer knob, a run of attempts without a failure that rules out one
 //! worker over a rejecting wall is clean, and a large breach after one is
 //! tested as a burst; and the opening's first breach on a few failures is
-//! tested as a burst when the failures go on at the lower offer. Each test
+//! tested as a burst when the failures go on at the lower offer. Near the
+//! wall, with nothing failing below (eighteenth round), a pool under the
+//! clean level is clean only when it rules out one worker over. Each test
 //! sets the rule against what `robust` does with the same windows, so that
 //! it fails if the rule goes.
 
@@ -143,4 +145,64 @@ fn the_openings_breach_stands_on_a_clean_settle_window_or_many_failures() {
     assert_to(&g.step(100.0, 60.0), "down", 16.0);
     assert_hold(&g.step(50.0, 30.0), HoldReason::Settling);
     assert_eq!(g.state.last_bad, Some(32.0));
+}
+
+/// 150 workers under a wall remembered at 155, 40 attempts a window: three
+/// windows at 150 with `failed` failures in the last are a clean verdict
+/// (120 attempts), and the run probes to 153, within two probes (3.1) of
+/// the wall. The offers just below then hold 120 attempts.
+fn probed_near_the_wall(profile: Profile, failed: f64) -> ThrottleGovernor {
+    let mut g = workers(profile, 1000.0, 150.0, Some(155.0));
+    for _ in 0..2 {
+        assert_hold(&g.step(40.0, 0.0), HoldReason::Gathering);
+    }
+    assert_to(&g.step(40.0, failed), "up", 153.0);
+    g
+}
+
+#[test]
+fn near_the_wall_with_nothing_failing_below_a_failure_keeps_a_pool_from_being_clean() {
+    // One failure in 120 attempts at 153 (0.83 %): under `low`, so robust
+    // calls it clean and probes on. One worker over a wall of 152 fails
+    // 0.65 % of the attempts, and 0 failed in 120 just below: for gentle
+    // (eighteenth round) the pool is the band, and the run holds.
+    let mut g = probed_near_the_wall(Profile::Gentle, 0.0);
+    let mut r = probed_near_the_wall(Profile::Robust, 0.0);
+    for _ in 0..2 {
+        assert_hold(&g.step(40.0, 0.0), HoldReason::Gathering);
+    }
+    assert_hold(&g.step(40.0, 1.0), HoldReason::DeadBand);
+    assert_hold(&r.step(40.0, 0.0), HoldReason::Gathering);
+    assert_hold(&r.step(40.0, 0.0), HoldReason::Gathering);
+    assert_eq!(r.step(40.0, 1.0).decision_str(), "up");
+}
+
+#[test]
+fn near_the_wall_a_pool_without_a_failure_waits_for_the_grain() {
+    // No failure at 153: robust climbs on 120 attempts. Gentle holds the
+    // pool, calm, until it rules out one worker over a wall of 152:
+    // (1 - 1/153)^n <= 5 % at n = 457, the twelfth window of 40.
+    let mut g = probed_near_the_wall(Profile::Gentle, 0.0);
+    let mut r = probed_near_the_wall(Profile::Robust, 0.0);
+    for _ in 0..2 {
+        assert_hold(&r.step(40.0, 0.0), HoldReason::Gathering);
+    }
+    assert_eq!(r.step(40.0, 0.0).decision_str(), "up");
+    for _ in 0..11 {
+        assert_hold(&g.step(40.0, 0.0), HoldReason::Gathering);
+    }
+    let calm = g.robust.calm_run;
+    assert!(calm >= 9, "the calm pools count as steady: {calm}");
+    assert_eq!(g.step(40.0, 0.0).decision_str(), "up");
+}
+
+#[test]
+fn where_the_offers_below_failed_too_the_grain_stays_out() {
+    // 1 of 120 failed at 150 as well: a failure at 153 is as likely the
+    // background's, and gentle calls the same pool clean, as robust does.
+    let mut g = probed_near_the_wall(Profile::Gentle, 1.0);
+    for _ in 0..2 {
+        assert_hold(&g.step(40.0, 0.0), HoldReason::Gathering);
+    }
+    assert_eq!(g.step(40.0, 1.0).decision_str(), "up");
 }

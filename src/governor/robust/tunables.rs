@@ -90,6 +90,11 @@ pub const BURST_TEST_WAITS: u32 = 2;
 /// happen at most this often (5 %: about `3 offer` attempts;
 /// the `stats` module).
 pub const GRAIN_ALPHA: f64 = 0.05;
+/// `gentle`, an integer knob: within this many probes of `last_bad`, with
+/// no failure seen below, a pool under the clean level is clean only when
+/// it also rules out one worker over a wall ([`GRAIN_ALPHA`]; the
+/// `evidence` module, eighteenth round).
+pub const GRAIN_NEAR_WALL_PROBES: f64 = 2.0;
 /// Windows at the current offer that the breach test pools.
 pub const BREACH_WINDOWS: usize = 8;
 
