@@ -75,6 +75,16 @@
 //!   without a failure are clean. Without it a run that backed off to 2
 //!   or 3 workers on a tool making a third of an attempt a worker a window
 //!   waited hundreds of windows for 100 attempts (`bursts n=40`).
+//!   Near the last wall (within [`GRAIN_NEAR_WALL_PROBES`] probes of
+//!   `last_bad`), with nothing failing below (the background estimate and
+//!   the offers just below, on at least `1 / low` attempts), the grain
+//!   also bounds the other way (eighteenth round): a pool under the clean
+//!   level is clean only when it rules out one worker over. A failure in
+//!   it makes it the band; a pool without one gathers on, counted as calm
+//!   by the burst test. One worker over a wall of 160 fails 0.6 %, and on
+//!   40 attempts a window most pools of 100 there are clean: the run
+//!   climbed on from them and sat two to six workers over (`rejector
+//!   n=40`: 254 failed attempts in 600 windows, now 70).
 //!
 //! **Decreases act at once, then settle (fixes 2).** A significant breach
 //! backs off at once. The window right after a Down may still carry the
