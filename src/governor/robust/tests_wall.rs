@@ -46,6 +46,16 @@ fn a_probe_into_the_band_that_fails_more_than_the_offers_below_goes_back_at_once
     }
 }
 
+/// Gentle's probe to 97.2 fails 15 of 972 and goes back to 94.8, which
+/// settles, then is clean for a window (948 attempts).
+fn back_from_the_probe() -> super::ThrottleGovernor {
+    let mut g = to_the_probe(Profile::Gentle);
+    assert_to(&g.step(972.0, 15.0), "down", 94.8);
+    assert_hold(&g.step(948.0, 0.0), HoldReason::Settling);
+    assert_hold(&g.step(948.0, 0.0), HoldReason::Dwelling);
+    g
+}
+
 #[test]
 fn a_band_under_the_clean_level_that_the_load_causes_is_stepped_out_of() {
     // After that retreat, 94.8 is clean for a window, then one window
@@ -53,10 +63,7 @@ fn a_band_under_the_clean_level_that_the_load_causes_is_stepped_out_of() {
     // 1,896 (0.63 %): under the clean level of 1 %, but above the knee
     // level (0.25 %) and far above 0 failures just below. The load causes
     // them: gentle steps down one probe (eighteenth round).
-    let mut g = to_the_probe(Profile::Gentle);
-    assert_to(&g.step(972.0, 15.0), "down", 94.8);
-    assert_hold(&g.step(948.0, 0.0), HoldReason::Settling);
-    assert_hold(&g.step(948.0, 0.0), HoldReason::Dwelling);
+    let mut g = back_from_the_probe();
     // One probe of the wall at 97.2 (2 %) lower.
     assert_to(&g.step(948.0, 12.0), "down", 94.8 - 0.02 * 97.2);
 }
@@ -69,10 +76,7 @@ fn a_band_under_the_knee_level_all_told_is_not_stepped_out_of() {
     // in 22,824 just below. Near a soft wall (`metastable`) a rare
     // flare-up like this one is held: stepping down and probing again
     // fails more.
-    let mut g = to_the_probe(Profile::Gentle);
-    assert_to(&g.step(972.0, 15.0), "down", 94.8);
-    assert_hold(&g.step(948.0, 0.0), HoldReason::Settling);
-    assert_hold(&g.step(948.0, 0.0), HoldReason::Dwelling);
+    let mut g = back_from_the_probe();
     g.robust.offer_all.0 += 3792.0;
     g.robust.background.hold_near(93.0, 20_000.0, 0.0);
     g.robust.background.climbed();
