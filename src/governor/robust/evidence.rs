@@ -89,10 +89,10 @@ impl ThrottleGovernor {
 
     /// `gentle`, on an integer knob: whether a pool under the clean level
     /// at `offer` must also rule out one worker over a wall to be clean
-    /// (eighteenth round). It must within [`GRAIN_NEAR_WALL_PROBES`]
-    /// probes of `last_bad`, where no failure was seen below: the
-    /// background estimate has none, and the offers just below none in at
-    /// least `1 / low` attempts. There one worker over a wall of 160
+    /// (eighteenth round). It must when the offer is within
+    /// [`GRAIN_NEAR_WALL_PROBES`] probes of `last_bad` and no failure was
+    /// seen below: the background estimate has none, and the offers just
+    /// below none in at least `1 / low` attempts. There one worker over a wall of 160
     /// fails 0.6 % of the attempts, and on 40 attempts a window a pool of
     /// 100 is clean (no failure, or one in more than 100) more than half
     /// the time: each such pool let a run climb on, and it sat two to six
