@@ -53,6 +53,17 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
+/// Waits (at most 5 s) until `url` answers `client` with an offer: the
+/// opening offer is published.
+async fn await_opening_offer(c: &reqwest::Client, url: &str, client: &str) {
+    let published = wait_until(Duration::from_secs(5), || {
+        let r = c.get(format!("{url}?client={client}"));
+        async move { r.send().await.is_ok_and(|r| r.status() == 200) }
+    })
+    .await;
+    assert!(published, "the opening offer was never served");
+}
+
 async fn status_of(r: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, String) {
     let r = r.send().await.expect("request failed");
     let (s, h) = (r.status().as_u16(), r.headers().clone());
@@ -72,12 +83,7 @@ async fn the_endpoint_answers_text_json_404_and_304() {
     assert!(body.contains("nope"), "{body}");
 
     // The opening offer is published before the first window.
-    let published = wait_until(Duration::from_secs(5), || {
-        let r = c.get(format!("{url}?client=probe"));
-        async move { r.send().await.is_ok_and(|r| r.status() == 200) }
-    })
-    .await;
-    assert!(published, "the opening offer was never served");
+    await_opening_offer(&c, &url, "probe").await;
     let (s, h, body) = status_of(c.get(format!("{url}?client=probe"))).await;
     assert_eq!((s, body.as_str()), (200, "20\n"));
     assert_eq!(h["content-type"], "text/plain; charset=utf-8");
@@ -466,12 +472,7 @@ async fn a_pull_that_waits_is_answered_when_the_next_offer_is_published() {
         .timeout(Duration::from_secs(12))
         .build()
         .unwrap();
-    let published = wait_until(Duration::from_secs(5), || {
-        let r = c.get(format!("{url}?client=w"));
-        async move { r.send().await.is_ok_and(|r| r.status() == 200) }
-    })
-    .await;
-    assert!(published, "the opening offer was never served");
+    await_opening_offer(&c, &url, "w").await;
 
     let (s, h, body) = status_of(c.get(format!("{url}?client=w&format=json"))).await;
     assert_eq!(s, 200, "{body}");
