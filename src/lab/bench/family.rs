@@ -20,7 +20,9 @@ use std::fmt::{self, Write as _};
 use clap::ValueEnum;
 use serde::{Serialize, Serializer};
 
-use super::goals::{fewest_failed, goals_of, goals_unexplained, GOAL_GOODPUT};
+use super::goals::{
+    background_at_capacity, fewest_failed, goals_of, goals_unexplained, GOAL_GOODPUT,
+};
 use super::metrics::{TAIL, WRONG_BAND};
 use super::render::{markdown, render_goals};
 use super::{ControllerKind, Report, Row, Summary};
@@ -203,7 +205,9 @@ pub fn winners(report: &Report) -> Vec<(BenchModel, Vec<ControllerKind>)> {
 
 /// A family's tables: per model, every controller's median goodput (share
 /// of the oracle's) and failed attempts, the winner, how often each
-/// controller wins, then the robust and gentle profiles' goals.
+/// controller wins, then the robust and gentle profiles' goals, the
+/// second reading ([`unexplained_line`]), and where the background alone
+/// at the capacity costs more than a rival fails ([`background_floor_line`]).
 pub fn render_family(report: &Report, family: Family) -> String {
     let plan = &report.plan;
     let mut out = String::new();
@@ -270,7 +274,39 @@ pub fn render_family(report: &Report, family: Family) -> String {
         render_goals(&mut out, &goals_of(report, profile), profile);
     }
     let _ = writeln!(out, "\n{}", unexplained_line(report));
+    let _ = writeln!(out, "\n{}", background_floor_line(report));
     out
+}
+
+/// The models on which a run at the capacity cannot meet the default
+/// profile's goal: the background alone costs it more failed attempts
+/// ([`background_at_capacity`]) than a rival fails, so only a controller
+/// that holds below the capacity can have the fewest there.
+pub fn background_floor_line(report: &Report) -> String {
+    let own = ControllerKind::governor(Profile::default(), false);
+    let below: Vec<String> = report
+        .plan
+        .models
+        .iter()
+        .filter_map(|&m| {
+            let floor = background_at_capacity(m, report.plan.windows)?;
+            let rows = report.rows.iter().filter(|r| r.model == m);
+            let (rival, fewest) = fewest_failed(rows, |c| c != own)?;
+            (fewest < floor).then(|| format!("{m} ({floor:.0}, against {rival} {fewest:.0})"))
+        })
+        .collect();
+    let head = "The background alone at the capacity (b x n x windows: what a run offering \
+                exactly the capacity in every window fails, in expectation) is more than a \
+                rival's failed attempts";
+    if below.is_empty() {
+        format!("{head} on no model.")
+    } else {
+        format!(
+            "{head} on {}: there, only a controller that holds below the capacity can meet \
+             the goal on every failed attempt.",
+            below.join("; ")
+        )
+    }
 }
 
 /// The goal count of robust and gentle on the failed attempts the

@@ -133,6 +133,19 @@ fn fewest_by<'a>(
         .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
 }
 
+/// The failed attempts that the background alone costs a run offering
+/// exactly the capacity in every window: `b x n x windows` (`n` attempts
+/// per window at the capacity, each failing with the background's
+/// probability `b`), in expectation. No run that holds the capacity fails
+/// fewer on average. So where a rival fails fewer, the goal on every failed
+/// attempt can only be met below the capacity (docs/BENCHMARKS.md, "The
+/// background at the capacity"). `None` without a background or without a
+/// fixed attempt rate.
+pub(crate) fn background_at_capacity(model: BenchModel, windows: usize) -> Option<f64> {
+    let n = model.attempts?;
+    (model.background > 0.0).then_some(model.background * n * windows as f64)
+}
+
 /// The goal check per model for `profile`, when its governor ran.
 pub(crate) fn goals_of(report: &Report, profile: Profile) -> Vec<Goal> {
     goals_by(report, profile, Row::failed)

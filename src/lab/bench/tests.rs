@@ -349,6 +349,53 @@ fn the_second_reading_counts_only_the_failures_the_background_does_not_explain()
     );
 }
 
+/// Where a rival fails fewer attempts than the background alone costs a
+/// run at the capacity, the report says only a run below it can win.
+#[test]
+fn the_family_says_where_the_background_at_the_capacity_is_more_than_a_rival_fails() {
+    let heavy = BenchModel::with(ModelKind::Rejector, 1000.0, 0.03);
+    let light = BenchModel::with(ModelKind::Rejector, 1000.0, 0.01);
+    let none = BenchModel::with(ModelKind::Rejector, 1000.0, 0.0);
+    let row = |model, controller, goodput: f64, failed: f64| Row {
+        model,
+        controller,
+        seeds: 1,
+        runs: vec![metrics(goodput, failed, 0.0)],
+    };
+    let mut rows = Vec::new();
+    for m in [heavy, light, none] {
+        rows.push(row(m, ControllerKind::GovernorGentle, 1.0, 10.0));
+    }
+    // 150 windows: the floors are 4,500 (3 %) and 1,500 (1 %).
+    rows.push(row(heavy, ControllerKind::Aimd, 0.91, 4250.0));
+    // Under the floor, but short of the goodput bar: no rival.
+    rows.push(row(heavy, ControllerKind::Cubic, 0.80, 100.0));
+    rows.push(row(light, ControllerKind::Aimd, 0.91, 1600.0));
+    rows.push(row(none, ControllerKind::Aimd, 0.91, 5.0));
+    let mut report = Report {
+        plan: BenchPlan {
+            models: vec![heavy, light, none],
+            family: Some(Family::Noise),
+            controllers: vec![],
+            seeds: 1,
+            windows: 150,
+            figures: false,
+        },
+        rows,
+    };
+    let line = super::family::background_floor_line(&report);
+    assert!(
+        line.contains(
+            "rival's failed attempts on rejector n=1000 bg=3% (4500, against aimd 4250): there"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("bg=1%"), "{line}");
+    report.rows.retain(|r| r.model != heavy);
+    let line = super::family::background_floor_line(&report);
+    assert!(line.ends_with("on no model."), "{line}");
+}
+
 #[test]
 fn goals_pick_the_fewest_failures_among_those_reaching_ninety_percent() {
     let m = |goodput: f64, failed: f64| metrics(goodput, failed, 0.0);

@@ -83,6 +83,27 @@ fn each_model_fails_its_background_share_at_a_low_offer() {
     }
 }
 
+/// The floor the family's report compares the goal with: at exactly the
+/// capacity, the background alone fails `b x n` attempts a window.
+#[test]
+fn at_the_capacity_the_background_alone_fails_b_times_n_a_window() {
+    for (n, bg) in [(200.0, 0.02), (10_000.0, 0.03)] {
+        let m = family_model(ModelKind::Rejector, n, bg);
+        let w = windows_at(m, 1.0, 20);
+        let per_window = w.iter().map(|r| r.failures).sum::<u64>() as f64 / w.len() as f64;
+        let floor = crate::lab::bench::goals::background_at_capacity(m, 1).unwrap();
+        assert!(
+            (per_window / floor - 1.0).abs() < 0.1,
+            "{m}: {per_window} against {floor}"
+        );
+    }
+    let none = BenchModel::with(ModelKind::Rejector, 200.0, 0.0);
+    assert_eq!(
+        crate::lab::bench::goals::background_at_capacity(none, 600),
+        None
+    );
+}
+
 #[test]
 fn small_samples_with_a_background_are_rarely_clean() {
     // 40 attempts at 2 %: a window at capacity has no failure with
