@@ -206,8 +206,8 @@ pub fn winners(report: &Report) -> Vec<(BenchModel, Vec<ControllerKind>)> {
 /// A family's tables: per model, every controller's median goodput (share
 /// of the oracle's) and failed attempts, the winner, how often each
 /// controller wins, then the robust and gentle profiles' goals, the
-/// second reading ([`unexplained_line`]), and where the background alone
-/// at the capacity costs more than a rival fails ([`background_floor_line`]).
+/// second reading (`unexplained_line`), and where the background alone
+/// at the capacity costs more than a rival fails (`background_floor_line`).
 pub fn render_family(report: &Report, family: Family) -> String {
     let plan = &report.plan;
     let mut out = String::new();
