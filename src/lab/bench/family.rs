@@ -7,10 +7,12 @@
 //! Why it exists: one model per behaviour invites tuning to that model.
 //! The `noise` family (issue 30) spans what a real load tool's windows
 //! look like, from about 10 to 10,000 attempts a window, with 0 to 3 %
-//! of attempts failing whatever the load, plus failure bursts and lagged
-//! counters, so that a profile has to hold on all of them at once. The
+//! of attempts failing whatever the load, plus failure bursts, lagged
+//! counters, and capacities that step, rise and drift under a background,
+//! so that a profile has to hold on all of them at once. The
 //! family reuses the sim's own parameters (`attempts_per_worker`,
-//! `noise`, the `bursts` and `lagged` kinds): no model is copied.
+//! `noise`, the `bursts`, `lagged`, `step`, `warming` and `drift` kinds):
+//! no model is copied.
 //!
 //! What it may touch: nothing; it names models and formats a finished
 //! report (the goal is [`super::goals`]'s).
@@ -118,12 +120,14 @@ impl Serialize for BenchModel {
 /// A grid of models that `--family` selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Family {
-    /// Issue 30's noise family (26 models): `rejector` with 10, 40, 200,
+    /// Issue 30's noise family: `rejector` with 10, 40, 200,
     /// 1,000 or 10,000 attempts per window at capacity, times 0, 1, 2 or
     /// 3 % background failures; then `bursts` and `lagged` at 40 and 1,000
     /// attempts; then a small wall, `rejector` at a capacity of 10 workers
     /// with 150 attempts per window at capacity, with no background and
-    /// with 3 %.
+    /// with 3 %; last, a capacity that moves under a background: `step`,
+    /// `warming` and `drift` with 200 attempts at 2 % and 1,000 at 1 %
+    /// (32 models).
     // The lists are NOISE_ATTEMPTS and NOISE_BACKGROUNDS below; the doc
     // comment says them in words, as clap prints it in `bench --help`.
     Noise,
@@ -142,6 +146,16 @@ pub const NOISE_EVENT_ATTEMPTS: [f64; 2] = [40.0, 1_000.0];
 /// 3 %: the real run that stalls (docs/BENCHMARKS.md, "The opening's one
 /// witness").
 pub const NOISE_SMALL_WALL: (f64, f64, [f64; 2]) = (10.0, 150.0, [0.0, 0.03]);
+/// The `noise` family's capacities that move under a background: the
+/// kinds, and their (attempts per window at capacity, background) pairs. A
+/// rule that stops probing once the low offers saw a failure wins the
+/// background rows and never finds a capacity that rises or recovers
+/// (docs/BENCHMARKS.md, "Holding below the wall under a background"):
+/// these rows are there so that it cannot pass.
+pub const NOISE_MOVING: ([ModelKind; 3], [(f64, f64); 2]) = (
+    [ModelKind::Step, ModelKind::Warming, ModelKind::Drift],
+    [(200.0, 0.02), (1_000.0, 0.01)],
+);
 
 impl Family {
     /// The family's models, in table order.
@@ -164,7 +178,13 @@ impl Family {
                 let small = backgrounds.into_iter().map(move |bg| {
                     BenchModel::with(ModelKind::Rejector, attempts, bg).at_capacity(capacity)
                 });
-                grid.chain(events).chain(small).collect()
+                let (kinds, samples) = NOISE_MOVING;
+                let moving = kinds.into_iter().flat_map(move |k| {
+                    samples
+                        .into_iter()
+                        .map(move |(n, bg)| BenchModel::with(k, n, bg))
+                });
+                grid.chain(events).chain(small).chain(moving).collect()
             }
         }
     }

@@ -9,6 +9,7 @@
 
 use super::{BenchModel, ControllerKind, Report, Row, Summary};
 use crate::governor::Profile;
+use crate::lab::sim::model::ModelKind;
 
 /// The goodput share of the oracle's that counts as reaching capacity.
 pub const GOAL_GOODPUT: f64 = 0.90;
@@ -139,9 +140,16 @@ fn fewest_by<'a>(
 /// probability `b`), in expectation. No run that holds the capacity fails
 /// fewer on average. So where a rival fails fewer, the goal on every failed
 /// attempt can only be met below the capacity (docs/BENCHMARKS.md, "The
-/// background at the capacity"). `None` without a background or without a
-/// fixed attempt rate.
+/// background at the capacity"). `None` without a background, without a
+/// fixed attempt rate, or on a capacity that moves (`step`, `warming`,
+/// `drift`: the attempts at the capacity move with it).
 pub(crate) fn background_at_capacity(model: BenchModel, windows: usize) -> Option<f64> {
+    if matches!(
+        model.kind,
+        ModelKind::Step | ModelKind::Warming | ModelKind::Drift
+    ) {
+        return None;
+    }
     let n = model.attempts?;
     (model.background > 0.0).then_some(model.background * n * windows as f64)
 }

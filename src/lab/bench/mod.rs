@@ -75,7 +75,7 @@ pub use controllers::{
 };
 pub use family::{
     render_family, winners, BenchModel, Family, NOISE_ATTEMPTS, NOISE_BACKGROUNDS,
-    NOISE_EVENT_ATTEMPTS,
+    NOISE_EVENT_ATTEMPTS, NOISE_MOVING,
 };
 pub use goals::{
     goals, latency_goals, Goal, LatencyGoal, GOAL_GOODPUT, GOAL_LATENCY_BAND, GOAL_OVER_BOUND,
@@ -114,7 +114,8 @@ pub struct BenchArgs {
     pub models: Vec<ModelKind>,
     /// Instead of the models, a family of them (`noise`: attempts per
     /// window from 10 to 10,000 x background failures from 0 to 3 %, with
-    /// bursts and lagged counters), and its table of who wins where.
+    /// bursts, lagged counters and capacities that move under a
+    /// background), and its table of who wins where.
     #[arg(long, value_enum, conflicts_with = "models")]
     pub family: Option<Family>,
     /// Controllers, comma-separated [default: all].

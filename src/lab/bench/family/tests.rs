@@ -50,7 +50,10 @@ fn names_keep_the_defaults_and_say_the_parameters() {
         NOISE_ATTEMPTS.len() * NOISE_BACKGROUNDS.len()
             + 2 * NOISE_EVENT_ATTEMPTS.len()
             + NOISE_SMALL_WALL.2.len()
+            + NOISE_MOVING.0.len() * NOISE_MOVING.1.len()
     );
+    assert_eq!(models.len(), 32);
+    assert!(models.contains(&BenchModel::with(ModelKind::Warming, 1_000.0, 0.01)));
     let mut names: Vec<String> = models.iter().map(|m| m.to_string()).collect();
     names.sort();
     names.dedup();
@@ -102,6 +105,15 @@ fn at_the_capacity_the_background_alone_fails_b_times_n_a_window() {
         crate::lab::bench::goals::background_at_capacity(none, 600),
         None
     );
+    // A capacity that moves takes its attempts with it: no fixed floor.
+    let (kinds, _) = NOISE_MOVING;
+    for k in kinds {
+        let moving = BenchModel::with(k, 200.0, 0.02);
+        assert_eq!(
+            crate::lab::bench::goals::background_at_capacity(moving, 600),
+            None
+        );
+    }
 }
 
 #[test]
@@ -187,7 +199,7 @@ fn the_noise_family_runs_every_controller_on_every_model() {
         assert!(text.contains(&cell), "{m} missing:\n{text}");
     }
     assert!(
-        text.contains("Wins (ties count for each) over 26 models"),
+        text.contains("Wins (ties count for each) over 32 models"),
         "{text}"
     );
     assert!(text.contains("The gentle profile's goals"), "{text}");
