@@ -282,6 +282,15 @@
 //!   `1 / low` attempts) excuses no pool failing more than
 //!   [`THIN_EXCUSE_HIGHS`] × `high` (10 % at 5 %): its two-sample test has
 //!   too little power to tell a probe far over a wall from the background.
+//! - `gentle` only ([`Tunables::noise_keeps_the_run`]): a dead-band verdict
+//!   at an offer whose counts, all told, are clean, and whose pool fails no
+//!   more than the offer's earlier windows (at [`FOLLOWS_LOAD_ALPHA`]), is
+//!   the offer's noise and does not restart the clean run that the probe's
+//!   dwell and the cost wait count. Under a background such verdicts came
+//!   every few dozen windows, so every wait was longer than its number,
+//!   and a capacity that halved and recovered was held at its half (the
+//!   noise family's `step n=1000 bg=1%`: 0.88 → 0.98 of the oracle's
+//!   goodput at 600 × 100).
 //! - Every verdict leaves its [`Confidence`] in the outcome.
 //!
 //! What it costs and where it still loses, measured by
@@ -451,7 +460,11 @@ impl ThrottleGovernor {
             Judgement::Band(_) => self.robust.band_run + 1,
             _ => 0,
         };
-        if !clean {
+        // `gentle`: a band verdict that is the offer's own noise does not
+        // restart the count (`evidence::band_is_the_offers_noise`).
+        let noise = matches!(judgement, Judgement::Band(_))
+            && self.band_is_the_offers_noise(pooled, pooled - pooled_successes);
+        if !clean && !noise {
             self.robust.clean_run = 0;
         }
 
@@ -620,6 +633,8 @@ mod tests;
 mod tests_burst;
 #[cfg(test)]
 mod tests_grain;
+#[cfg(test)]
+mod tests_noise;
 #[cfg(test)]
 mod tests_thin;
 #[cfg(test)]

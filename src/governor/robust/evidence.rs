@@ -9,13 +9,53 @@
 
 use super::background::Thresholds;
 use super::state::{Judgement, Verdict};
-use super::stats::{one_worker_ruled_out, significant_breach, significantly_above};
+use super::stats::{
+    one_worker_ruled_out, significant_breach, significantly_above, significantly_more_than,
+};
+#[cfg(doc)]
+use super::tunables::Tunables;
 use super::tunables::{
-    BREACH_WINDOWS, BURST_NOT_FALLING, GRAIN_NEAR_WALL_PROBES, PLATEAU_SHARE, THIN_EXCUSE_HIGHS,
+    BREACH_WINDOWS, BURST_NOT_FALLING, FOLLOWS_LOAD_ALPHA, GRAIN_NEAR_WALL_PROBES, PLATEAU_SHARE,
+    THIN_EXCUSE_HIGHS,
 };
 use crate::governor::{probe_step, Evidence, HoldReason, ThrottleGovernor, SAFE_ZONE};
 
 impl ThrottleGovernor {
+    /// `gentle`: whether a dead-band verdict on `pooled` attempts with
+    /// `pool_failures` is the offer's own noise, which leaves the clean run
+    /// standing ([`Tunables::noise_keeps_the_run`]). It is when the offer's
+    /// counts all told (this pool included) are clean, and this pool fails
+    /// no more than the offer's earlier windows did, at
+    /// [`FOLLOWS_LOAD_ALPHA`]; those windows must hold at least as many
+    /// attempts as the pool.
+    ///
+    /// Why: with a background `b` and a clean level of `b + low`, a pool of
+    /// ~100 attempts lands in the dead band by chance every few dozen
+    /// verdicts, and an estimate read from a few hundred attempts at the
+    /// low offers may sit under the true background, which makes that far
+    /// more often. Each such verdict restarted the probe's dwell (64) and
+    /// the cost wait (192): the waits never ended, and a capacity that
+    /// halved and recovered was held at its half for good (the noise
+    /// family's `step n=1000 bg=1%`: 0.88 of the oracle's goodput). A
+    /// wall crossing the offer is not noise: its pools fail more than the
+    /// offer's history, and its counts all told climb over the clean level.
+    pub(super) fn band_is_the_offers_noise(&self, pooled: f64, pool_failures: f64) -> bool {
+        let r = &self.robust;
+        let (n, f) = r.offer_all;
+        let (earlier_n, earlier_f) = (n - pooled, f - pool_failures);
+        r.tunables.noise_keeps_the_run
+            && pooled > 0.0
+            && earlier_n >= pooled
+            && r.thresholds.is_clean(f, n)
+            && !significantly_more_than(
+                pool_failures,
+                pooled,
+                earlier_f,
+                earlier_n,
+                FOLLOWS_LOAD_ALPHA,
+            )
+    }
+
     /// Whether a clean verdict's `successes` over `work` (the offer times
     /// the windows pooled) fall significantly (three standard deviations,
     /// counts taken as Poisson) below [`PLATEAU_SHARE`] of the best yield

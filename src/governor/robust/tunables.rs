@@ -137,6 +137,14 @@ pub struct Tunables {
     /// far under the breach that set `last_bad` refutes it (the memory
     /// clears); `false`: only the tests above.
     pub test_unexplained_breaches: bool,
+    /// A dead-band verdict that the offer's own counts, all told, call
+    /// clean, and that fails no more than the offer's earlier windows (at
+    /// [`FOLLOWS_LOAD_ALPHA`]), leaves the clean run standing
+    /// ([`ThrottleGovernor::band_is_the_offers_noise`](crate::governor::ThrottleGovernor)):
+    /// under a background, such verdicts come every few dozen windows and
+    /// restarted every wait for a probe; `false`: robust's rule, where any
+    /// verdict that is not clean restarts it.
+    pub noise_keeps_the_run: bool,
 }
 
 impl Tunables {
@@ -148,6 +156,7 @@ impl Tunables {
         test_breaches_below_held: false,
         worker_grain: false,
         test_unexplained_breaches: false,
+        noise_keeps_the_run: false,
     };
     /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
     pub const GENTLE: Tunables = Tunables {
@@ -157,6 +166,7 @@ impl Tunables {
         test_breaches_below_held: true,
         worker_grain: true,
         test_unexplained_breaches: true,
+        noise_keeps_the_run: true,
     };
 }
 
