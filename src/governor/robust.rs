@@ -286,8 +286,8 @@
 //!   at an offer whose counts, all told, are clean, and whose pool fails no
 //!   more than the offer's earlier windows (at [`FOLLOWS_LOAD_ALPHA`]), is
 //!   the offer's noise and does not restart the clean run that the probe's
-//!   dwell and the cost wait count. Under a background such verdicts came
-//!   every few dozen windows, so every wait was longer than its number,
+//!   dwell and the cost wait count. Under a background such verdicts come
+//!   by chance now and then, so every wait was longer than its number,
 //!   and a capacity that halved and recovered was held at its half (the
 //!   noise family's `step n=1000 bg=1%`: 0.88 → 0.98 of the oracle's
 //!   goodput at 600 × 100).

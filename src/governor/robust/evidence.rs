@@ -29,11 +29,12 @@ impl ThrottleGovernor {
     /// [`FOLLOWS_LOAD_ALPHA`]; those windows must hold at least as many
     /// attempts as the pool.
     ///
-    /// Why: with a background `b` and a clean level of `b + low`, a pool of
-    /// ~100 attempts lands in the dead band by chance every few dozen
-    /// verdicts, and an estimate read from a few hundred attempts at the
-    /// low offers may sit under the true background, which makes that far
-    /// more often. Each such verdict restarted the probe's dwell (64) and
+    /// Why: with a background `b` and a clean level of `b + low`, a pool
+    /// lands in the dead band by chance now and then (1.6 % of pools of 100
+    /// attempts at `b` = 2 %), and an estimate read from a few hundred
+    /// attempts at the low offers may sit under the true background, which
+    /// makes it far more often (a quarter of pools of 500 at 1 % under an
+    /// estimate of 0.22 %). Each such verdict restarted the probe's dwell (64) and
     /// the cost wait (192): the waits never ended, and a capacity that
     /// halved and recovered was held at its half for good (the noise
     /// family's `step n=1000 bg=1%`: 0.88 of the oracle's goodput). A

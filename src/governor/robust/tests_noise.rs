@@ -25,7 +25,7 @@ fn first_up(g: &mut ThrottleGovernor, pattern: &[f64], windows: usize) -> Option
 #[test]
 fn a_band_verdict_that_is_the_offers_noise_does_not_restart_the_wait_for_a_probe() {
     // 0.8 %, 0.8 %, 1.3 %, ...: every third pool is over `low` (1 %) and,
-    // with no failure seen at low offers, in the dead band. All told the
+    // with no background estimate, in the dead band. All told the
     // offer fails 0.97 % (clean), and 13 in 1,000 is no more than the 16
     // in 2,000 before it. Gentle counts on and probes after its eight
     // clean verdicts; robust restarts the count at every third pool and
