@@ -141,9 +141,10 @@ pub struct Tunables {
     /// clean, and that fails no more than the offer's earlier windows (at
     /// [`FOLLOWS_LOAD_ALPHA`]), leaves the clean run standing
     /// ([`ThrottleGovernor::band_is_the_offers_noise`](crate::governor::ThrottleGovernor)):
-    /// under a background, such verdicts come every few dozen windows and
-    /// restarted every wait for a probe; `false`: robust's rule, where any
-    /// verdict that is not clean restarts it.
+    /// under a background, such verdicts come by chance now and then (far
+    /// more often under an estimate read low) and restarted every wait for
+    /// a probe; `false`: robust's rule, where any verdict that is not clean
+    /// restarts it.
     pub noise_keeps_the_run: bool,
 }
 
