@@ -497,7 +497,7 @@ impl ThrottleGovernor {
             if let Some((n, f)) = self.robust.stepped_down.take() {
                 self.robust
                     .background
-                    .excuse(n + offer_all.0, f + offer_all.1);
+                    .excuse(from, n + offer_all.0, f + offer_all.1);
             }
         }
         if clean || matches!(judgement, Judgement::Breach(_)) {
@@ -523,6 +523,11 @@ impl ThrottleGovernor {
                         self.robust.offer_failures / (PROBE_COST_SHARE * p.high),
                     ));
                     self.robust.late_cost = true;
+                }
+                if matches!(judgement, Judgement::Breach(_)) {
+                    // A wall at `from` or lower: what was excused there
+                    // was over it (`Background::wall_found_at`).
+                    self.robust.background.wall_found_at(from);
                 }
                 if returned && matches!(judgement, Judgement::Breach(_)) {
                     // Back where a failed probe started, and failing there:

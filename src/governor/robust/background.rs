@@ -39,6 +39,12 @@
 //!   test has little power on two small samples, so `gentle` lets a thin
 //!   estimate excuse no pool failing more than twice `high`
 //!   ([`Thresholds::capping_thin_excuses`]).
+//! - **Excused counts** (`gentle`): a step down out of a lasting dead band
+//!   that fails as much one probe lower shows failures that do not follow
+//!   the load, and its counts witness the background at every offer
+//!   ([`Background::excuse`]). A breach at that offer or lower later shows
+//!   a wall there (one that fell while the step was made), and withdraws
+//!   them ([`Background::wall_found_at`]).
 //! - **The floor** stands in for itself as the opening offer does: no
 //!   lower offer could fail less.
 //! - **The offers just below** ([`Background::below`]): the last [`NEAR`]
@@ -96,6 +102,9 @@ pub struct Background {
     /// Counts shown not to follow the load: a step down out of a lasting
     /// dead band that failed as much one probe lower.
     excused: (f64, f64),
+    /// The highest offer an excuse was made at: a wall found there or
+    /// lower withdraws the excused counts ([`Background::wall_found_at`]).
+    excused_at: f64,
     /// The last [`NEAR`] offers climbed from, near a wall or not, as
     /// (offer, attempts, failures): what failed just below the offer.
     near: [(f64, f64, f64); NEAR],
@@ -112,6 +121,7 @@ impl Default for Background {
             failures: [0.0; BUCKETS],
             pending: (0.0, 0.0, 0.0),
             excused: (0.0, 0.0),
+            excused_at: 0.0,
             near: [(0.0, 0.0, 0.0); NEAR],
             near_next: 0,
             near_pending: (0.0, 0.0, 0.0),
@@ -188,12 +198,33 @@ impl Background {
         }
     }
 
-    /// Counts that a step down showed not to follow the load: they witness
-    /// the background at every offer.
-    pub fn excuse(&mut self, attempts: f64, failures: f64) {
+    /// Counts that a step down to `offer` showed not to follow the load:
+    /// they witness the background at every offer, until a wall is found
+    /// at `offer` or lower ([`Background::wall_found_at`]).
+    pub fn excuse(&mut self, offer: f64, attempts: f64, failures: f64) {
         if attempts > 0.0 && failures >= 0.0 {
             self.excused.0 += attempts;
             self.excused.1 += failures.min(attempts);
+            self.excused_at = self.excused_at.max(offer);
+        }
+    }
+
+    /// A breach at `offer` backed the governor off: the target has a wall
+    /// at `offer` or lower. Counts excused at `offer` or higher were then
+    /// over that wall, the load's doing and not the background's, and they
+    /// are withdrawn.
+    ///
+    /// Why: an excuse compares two offers one after the other, so a wall
+    /// that is itself falling (a capacity that drifts down, or halves)
+    /// makes the lower offer fail as much as the higher one did. Its counts
+    /// (a few thousand attempts at 4 to 5 % on the noise family's `drift
+    /// n=200 bg=2%`) then read as a 4.5 % background, every pool under
+    /// about 7 % was clean, and the run climbed into the falling wall for
+    /// the rest of its length.
+    pub fn wall_found_at(&mut self, offer: f64) {
+        if self.excused_at > 0.0 && offer <= self.excused_at * (1.0 + 1e-9) {
+            self.excused = (0.0, 0.0);
+            self.excused_at = 0.0;
         }
     }
 
@@ -408,5 +439,27 @@ mod tests {
         assert!(t.is_clean(100.0, 4000.0));
         assert!(!t.is_clean(3000.0, 4000.0));
         assert!(!t.is_clean(140.0, 4000.0));
+    }
+
+    #[test]
+    fn a_wall_found_at_or_below_the_excuse_withdraws_the_excused_counts() {
+        let mut b = Background::default();
+        witness(&mut b, 4.0, 200.0, 4.0);
+        witness(&mut b, 8.0, 400.0, 8.0);
+        let low = b.at(100.0, false).expect("the low offers");
+        assert!((low.rate - 0.02).abs() < 1e-12, "{low:?}");
+        // A step down to 100 that failed as much: 4.5 % of 2,400 excused.
+        b.excuse(100.0, 2400.0, 108.0);
+        let excused = b.at(100.0, false).expect("the excused counts");
+        assert!((excused.rate - 0.045).abs() < 1e-12, "{excused:?}");
+        // A wall above where the excuse was made says nothing about it.
+        b.wall_found_at(110.0);
+        assert_eq!(b.at(100.0, false), Some(excused));
+        // A wall at 100 or lower: those counts were over it.
+        b.wall_found_at(95.0);
+        assert_eq!(b.at(100.0, false), Some(low));
+        // Withdrawn once: a later wall withdraws nothing more.
+        b.wall_found_at(90.0);
+        assert_eq!(b.at(100.0, false), Some(low));
     }
 }

@@ -420,6 +420,44 @@ fn a_step_down_that_does_not_lower_the_failures_excuses_them_as_background() {
     assert!((b.rate - 30.0 * k as f64 / n).abs() < 1e-9, "{b:?}");
 }
 
+#[test]
+fn a_breach_at_the_excused_offer_withdraws_the_excuse() {
+    // As above: 1.5 % at 100 and at 97 is excused as background, and the
+    // governor climbs from 97.
+    let k = windows_to_prove_1_5_percent();
+    let mut g = gentle_with_reference(100.0, Some(150.0));
+    for _ in 0..k {
+        g.step(1000.0, 15.0);
+    }
+    assert_eq!(g.state.current, 97.0);
+    let mut climbed = false;
+    for _ in 0..3 * k + 3 {
+        if g.step(1000.0, 15.0).decision_str() == "up" {
+            climbed = true;
+            break;
+        }
+    }
+    assert!(climbed, "climbs once the background explains 1.5 %");
+    let excused = g.robust.background.at(97.0, false).expect("excused");
+    assert!((excused.rate - 0.015).abs() < 1e-9, "{excused:?}");
+    // The wall falls: breaches until one backs off from 97 or lower.
+    let mut withdrawn = false;
+    for i in 0..12 {
+        let o = g.step(1000.0, 200.0);
+        if o.decision_str() == "down" && o.from <= 97.0 {
+            withdrawn = true;
+            break;
+        }
+        let still = g.robust.background.at(97.0, false);
+        assert_eq!(still, Some(excused), "window {i}: kept above 97: {o:?}");
+    }
+    assert!(withdrawn, "backs off from 97 or lower");
+    // What witnesses the background now is the clean windows at 40: no
+    // failure in 400 attempts.
+    let now = g.robust.background.at(97.0, false).expect("the low offers");
+    assert_eq!((now.attempts, now.failures), (400.0, 0.0), "{now:?}");
+}
+
 /// A gentle governor at 8 that climbed there from 4, where 100 attempts
 /// failed 2 % (2): the background at 8 is 2 %.
 fn gentle_with_background() -> ThrottleGovernor {
