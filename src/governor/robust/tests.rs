@@ -385,17 +385,24 @@ fn a_probe_that_sits_in_the_dead_band_for_sure_goes_back_and_counts_as_failed() 
     assert_hold(&g.step(1000.0, 0.0), HoldReason::Dwelling);
 }
 
-#[test]
-fn a_step_down_that_does_not_lower_the_failures_excuses_them_as_background() {
-    // 1.5 % at 100, proven: a step down to 97; 1.5 % there too, proven:
-    // the failures do not follow the load. They become the background,
-    // 1.5 % is then clean, and the governor climbs again.
+/// A gentle governor that proved 1.5 % at 100 a lasting band and stepped
+/// down to 97, with the windows that took.
+fn stepped_down_from_100_on_1_5_percent() -> (ThrottleGovernor, usize) {
     let k = windows_to_prove_1_5_percent();
     let mut g = gentle_with_reference(100.0, Some(150.0));
     for _ in 1..k {
         g.step(1000.0, 15.0);
     }
     assert_to(&g.step(1000.0, 15.0), "down", 97.0);
+    (g, k)
+}
+
+#[test]
+fn a_step_down_that_does_not_lower_the_failures_excuses_them_as_background() {
+    // 1.5 % at 100, proven: a step down to 97; 1.5 % there too, proven:
+    // the failures do not follow the load. They become the background,
+    // 1.5 % is then clean, and the governor climbs again.
+    let (mut g, k) = stepped_down_from_100_on_1_5_percent();
     assert_hold(&g.step(1000.0, 15.0), HoldReason::Settling);
     let mut excused = None;
     let mut climbed = false;
@@ -424,12 +431,7 @@ fn a_step_down_that_does_not_lower_the_failures_excuses_them_as_background() {
 fn a_breach_at_the_excused_offer_withdraws_the_excuse() {
     // As above: 1.5 % at 100 and at 97 is excused as background, and the
     // governor climbs from 97.
-    let k = windows_to_prove_1_5_percent();
-    let mut g = gentle_with_reference(100.0, Some(150.0));
-    for _ in 0..k {
-        g.step(1000.0, 15.0);
-    }
-    assert_eq!(g.state.current, 97.0);
+    let (mut g, k) = stepped_down_from_100_on_1_5_percent();
     let mut climbed = false;
     for _ in 0..3 * k + 3 {
         if g.step(1000.0, 15.0).decision_str() == "up" {
