@@ -321,6 +321,43 @@ pub fn log_movement(name: &str, knob: Control, o: &Outcome, window_secs: f64, dr
     );
 }
 
+/// Logs every window at debug level, holds as well as movements: the
+/// decision, the window's counts and, under `robust` and `gentle`, the
+/// verdict with its interval and background estimate. `info` shows only
+/// movements; `RUST_LOG=throttle_governor=debug` shows why it held.
+pub fn log_window(name: &str, knob: Control, o: &Outcome) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let (f, n) = o
+        .signal
+        .as_ref()
+        .map(|s| (s.failures, s.attempts))
+        .unwrap_or((0.0, 0.0));
+    let decision = match (o.mode, o.reason) {
+        (Some(m), _) => format!(
+            "{} -> {} ({})",
+            offer(knob, o.from),
+            offer(knob, o.to),
+            m.as_str()
+        ),
+        (None, Some(r)) => format!("holds at {} ({r})", offer(knob, o.from)),
+        (None, None) => format!("holds at {}", offer(knob, o.from)),
+    };
+    let verdict = o
+        .confidence
+        .map(|c| format!("; verdict {}", c.summary()))
+        .unwrap_or_default();
+    tracing::debug!(
+        target = name,
+        from = o.from,
+        to = o.to,
+        failures = f,
+        attempts = n,
+        "{name}: window {f}/{n}: {knob} {decision}{verdict}"
+    );
+}
+
 /// Logs the one line of a memory clear: after a clean streak, or
 /// (`gentle`) on a clean verdict that refuted the breach behind it. The
 /// streak counts verdicts: one window each under `seed`, a pool of windows
@@ -416,5 +453,73 @@ mod tests {
             lines[1].contains("cleared at 10 concurrency: a wall"),
             "{text}"
         );
+    }
+
+    /// Every window has a debug line, holds as well as movements, with
+    /// the verdict's counts and background: how a decision log shows why
+    /// the governor held. At `info` there is none.
+    #[test]
+    fn every_window_has_a_debug_line_with_its_verdict() {
+        use crate::governor::{Confidence, HoldReason, VerdictClass};
+        use crate::governor::robust::background::BackgroundEstimate;
+        use crate::governor::{Decision, Signal};
+        let held = Outcome {
+            decision: Decision::Hold,
+            from: 10.0,
+            to: 10.0,
+            mode: None,
+            reason: Some(HoldReason::DeadBand),
+            signal: Some(Signal {
+                attempts: 40.0,
+                failures: 1.0,
+                frac: Some(0.025),
+                threshold: None,
+            }),
+            last_bad: None,
+            clean_streak: 0,
+            memory_cleared: false,
+            memory_refuted: false,
+            evidence: None,
+            confidence: Some(Confidence {
+                verdict: VerdictClass::DeadBand,
+                attempts: 400.0,
+                failures: 13.0,
+                lower: 0.019,
+                upper: 0.055,
+                clean_below: 0.05,
+                high: 0.05,
+                background: Some(BackgroundEstimate {
+                    rate: 0.02,
+                    attempts: 500.0,
+                    failures: 10.0,
+                }),
+            }),
+            latency: None,
+        };
+        let debug = || {
+            let buf = Buf::default();
+            let writer = buf.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .with_ansi(false)
+                .with_max_level(tracing::Level::DEBUG)
+                .event_format(TextLine)
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                log_window("t", Control::Concurrency, &held)
+            });
+            let text = buf.0.lock().unwrap().clone();
+            String::from_utf8(text).unwrap()
+        };
+        let text = debug();
+        assert!(
+            text.contains(
+                "t: window 1/40: concurrency holds at 10 (dead-band); verdict dead-band 13/400"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("background 2"), "{text}");
+        let info = text_lines(|| log_window("t", Control::Concurrency, &held));
+        assert!(info.is_empty(), "{info}");
     }
 }

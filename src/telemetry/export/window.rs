@@ -9,7 +9,7 @@ use tracing::{debug, info};
 
 use super::{Event, Exporter, Scope};
 use crate::governor::HoldReason;
-use crate::telemetry::logging::{log_memory_clear, log_movement, offer};
+use crate::telemetry::logging::{log_memory_clear, log_movement, log_window, offer};
 use crate::telemetry::CapacityEstimate;
 
 impl Exporter {
@@ -59,6 +59,7 @@ impl Exporter {
                     unconfirmed,
                     in_effect,
                 );
+                log_window(name, knob, &outcome);
                 if outcome.memory_cleared {
                     log_memory_clear(name, knob, outcome.from, outcome.memory_refuted);
                 }
