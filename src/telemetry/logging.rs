@@ -460,8 +460,8 @@ mod tests {
     /// the governor held. At `info` there is none.
     #[test]
     fn every_window_has_a_debug_line_with_its_verdict() {
-        use crate::governor::{Confidence, HoldReason, VerdictClass};
         use crate::governor::robust::background::BackgroundEstimate;
+        use crate::governor::{Confidence, HoldReason, VerdictClass};
         use crate::governor::{Decision, Signal};
         let held = Outcome {
             decision: Decision::Hold,

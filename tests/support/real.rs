@@ -266,6 +266,13 @@ pub fn decision_log(label: &str) {
     };
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
+        if let Some(dir) = std::path::Path::new(&path).parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).unwrap_or_else(|e| {
+                    panic!("{DECISION_LOG}={path:?}: cannot create its directory: {e}")
+                });
+            }
+        }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
