@@ -4,7 +4,9 @@
 //! logs exactly one line a person can read ("checkout: failures 7% (7/100
 //! over 2s) > high 5%; concurrency 100 -> 90, backing-off") with the same
 //! facts as structured fields (`target`, `frac`, `failures`, `attempts`,
-//! `window_secs`, `from`, `to`, `mode`) for machines.
+//! `window_secs`, `from`, `to`, `mode`) for machines. At debug level every
+//! window, a hold too, has a line with its verdict (`log_window`): a run's
+//! log then says why it held as well as why it moved.
 //!
 //! Logging never stops governing: a log line that cannot be written (a
 //! closed pipe after `| head`, a full disk behind a redirect) is dropped and
@@ -461,8 +463,7 @@ mod tests {
     #[test]
     fn every_window_has_a_debug_line_with_its_verdict() {
         use crate::governor::robust::background::BackgroundEstimate;
-        use crate::governor::{Confidence, HoldReason, VerdictClass};
-        use crate::governor::{Decision, Signal};
+        use crate::governor::{Confidence, Decision, HoldReason, Signal, VerdictClass};
         let held = Outcome {
             decision: Decision::Hold,
             from: 10.0,

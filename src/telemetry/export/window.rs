@@ -1,6 +1,7 @@
 //! Windows: each window's outcome (decision and window metrics, status,
-//! history, the movement's log line), discarded windows, early verdicts, read
-//! and decision timings, and the live capacity estimate.
+//! history, the movement's log line, every window's debug line), discarded
+//! windows, early verdicts, read and decision timings, and the live
+//! capacity estimate.
 //!
 //! Why it exists: one file per kind of event keeps [`Exporter::emit`]
 //! a dispatch, and each kind's metrics and log lines together.
