@@ -404,13 +404,19 @@ mod tests {
         }
     }
 
-    /// What `f` logs, in the text format.
+    /// What `f` logs, in the text format, at the default level (info).
     fn text_lines(f: impl FnOnce()) -> String {
+        text_lines_at(tracing::Level::INFO, f)
+    }
+
+    /// What `f` logs, in the text format, at `level` and above.
+    fn text_lines_at(level: tracing::Level, f: impl FnOnce()) -> String {
         let buf = Buf::default();
         let writer = buf.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_writer(move || writer.clone())
             .with_ansi(false)
+            .with_max_level(level)
             .event_format(TextLine)
             .finish();
         tracing::subscriber::with_default(subscriber, f);
@@ -497,22 +503,9 @@ mod tests {
             }),
             latency: None,
         };
-        let debug = || {
-            let buf = Buf::default();
-            let writer = buf.clone();
-            let subscriber = tracing_subscriber::fmt()
-                .with_writer(move || writer.clone())
-                .with_ansi(false)
-                .with_max_level(tracing::Level::DEBUG)
-                .event_format(TextLine)
-                .finish();
-            tracing::subscriber::with_default(subscriber, || {
-                log_window("t", Control::Concurrency, &held)
-            });
-            let text = buf.0.lock().unwrap().clone();
-            String::from_utf8(text).unwrap()
-        };
-        let text = debug();
+        let text = text_lines_at(tracing::Level::DEBUG, || {
+            log_window("t", Control::Concurrency, &held)
+        });
         assert!(
             text.contains(
                 "t: window 1/40: concurrency holds at 10 (dead-band); verdict dead-band 13/400"
