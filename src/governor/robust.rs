@@ -494,7 +494,8 @@ impl ThrottleGovernor {
         let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up, plateau);
         let offer_all = self.robust.offer_all;
         if kind == Move::Excuse {
-            if let Some((n, f)) = self.robust.stepped_down.take() {
+            let left = self.robust.stepped_down.take();
+            if let Some((n, f)) = left.or(self.robust.thin_stepped.take()) {
                 self.robust
                     .background
                     .excuse(from, n + offer_all.0, f + offer_all.1);
@@ -502,6 +503,9 @@ impl ThrottleGovernor {
         }
         if clean || matches!(judgement, Judgement::Breach(_)) {
             self.robust.stepped_down = None;
+        }
+        if matches!(judgement, Judgement::Breach(_)) {
+            self.robust.thin_stepped = None;
         }
         let decision = p.round(self.exact_up(raw, from), from);
         if kind == Move::Retreat && decision != Decision::Hold {
@@ -563,7 +567,9 @@ impl ThrottleGovernor {
                     },
                 );
                 self.robust.moved();
-                self.robust.stepped_down = (kind == Move::Settle).then_some(offer_all);
+                let settled = matches!(kind, Move::Settle | Move::ThinSettle);
+                self.robust.stepped_down = settled.then_some(offer_all);
+                self.robust.thin_stepped = (kind == Move::ThinSettle).then_some(offer_all);
                 self.robust.settle = true;
                 self.robust.last_down_frac = frac;
                 self.robust.reprobe = None;
@@ -577,6 +583,7 @@ impl ThrottleGovernor {
                 self.robust.burst_tested = None;
                 let outcome = self.move_up(from, to, signal, memory_cleared);
                 self.robust.stepped_down = None;
+                self.robust.thin_stepped = None;
                 if clean {
                     self.robust.background.climbed();
                 }

@@ -11,7 +11,7 @@ use super::state::{Judgement, Move};
 use super::stats::{significantly_above_at, significantly_more_than};
 use super::tunables::{
     BAND_BACK_OFF, BAND_PATIENCE, BAND_PROOF_ALPHA, BURST_NOT_FALLING, CLEAR_BELOW,
-    FOLLOWS_LOAD_ALPHA, SLOW_START_DOUBLING_BELOW,
+    FOLLOWS_LOAD_ALPHA, SLOW_START_DOUBLING_BELOW, THIN_BAND_WINDOW_SHARE,
 };
 use crate::governor::{back_off_factor, probe_step, safe_zone_top, Decision, ThrottleGovernor};
 
@@ -109,6 +109,13 @@ impl ThrottleGovernor {
                     && !by_counts
                     && above_clean
                     && significantly_more_than(failed, n, bf, bn, FOLLOWS_LOAD_ALPHA);
+                // With a thin estimate and a wall known, a band the counts
+                // prove where the offers below are too thin to test.
+                let thin_proof = r.tunables.thin_band_proof
+                    && !by_counts
+                    && above_clean
+                    && self.state.last_bad.is_some()
+                    && self.below_too_thin_to_test(failed, n, bn);
                 let lasting = if by_counts {
                     above_clean
                         || (shown_here && failed >= self.knee_level() * n)
@@ -117,14 +124,15 @@ impl ThrottleGovernor {
                     // `gentle` steps down out of any lasting band: if one
                     // probe lower fails as much, the step excuses the counts
                     // (below), and the background is measured after all.
-                    shown_here || follows_load || r.band_run >= BAND_PATIENCE
+                    shown_here || follows_load || r.band_run >= BAND_PATIENCE || thin_proof
                 } else {
                     f <= r.thresholds.retreat_above() && r.band_run >= BAND_PATIENCE
                 };
                 // Stepped down out of a lasting band and failing here as
                 // much: the failures do not follow the load.
                 if lasting && r.tunables.prove_the_band {
-                    if let Some((pn, pf)) = r.stepped_down {
+                    let left = r.stepped_down.or(r.thin_stepped.filter(|_| thin_proof));
+                    if let Some((pn, pf)) = left {
                         if n > 0.0 && pn > 0.0 && failed / n >= BURST_NOT_FALLING * (pf / pn) {
                             return (Decision::Hold, Move::Excuse);
                         }
@@ -139,7 +147,12 @@ impl ThrottleGovernor {
                     let step = self.state.last_bad.map_or(1.0, probe_step);
                     let target = (from - step).max(p.floor);
                     if target < from {
-                        return (Decision::Down(target), Move::Settle);
+                        let kind = if thin_proof {
+                            Move::ThinSettle
+                        } else {
+                            Move::Settle
+                        };
+                        return (Decision::Down(target), kind);
                     }
                 }
                 return (Decision::Hold, Move::Plain);
@@ -188,6 +201,23 @@ impl ThrottleGovernor {
         } else {
             (Decision::Hold, Move::Plain)
         }
+    }
+
+    /// `gentle`, with a thin estimate: whether the offers just below
+    /// (`below` attempts) are too thin to tell this offer's `failed` in
+    /// `n` from the load's, even had they failed nothing, while this
+    /// offer's windows are large enough to give a verdict every window or
+    /// two ([`THIN_BAND_WINDOW_SHARE`]). Then a pool proven above the clean
+    /// level has no test left that could end its dead band: under a
+    /// background read low, its verdicts alternate between clean and the
+    /// band, so neither the probe's wait nor the band's patience is ever
+    /// counted out, and a capacity that halved and recovered was held at
+    /// its half. One probe down measures the background instead (the
+    /// excuse, when the lower offer fails as much).
+    pub(super) fn below_too_thin_to_test(&self, failed: f64, n: f64, below: f64) -> bool {
+        let r = &self.robust;
+        !significantly_more_than(failed, n, 0.0, below, FOLLOWS_LOAD_ALPHA)
+            && r.recent_window_attempts() * self.params().low >= THIN_BAND_WINDOW_SHARE
     }
 
     /// `gentle`: a clean pool at an offer whose counts, all told, fail at

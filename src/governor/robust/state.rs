@@ -74,6 +74,12 @@ pub struct RobustState {
     /// Set by a step down out of a lasting dead band, until an Up, a clean
     /// verdict or a breach: the counts at the offer it left.
     pub(super) stepped_down: Option<(f64, f64)>,
+    /// Set by a [`Move::ThinSettle`], until an Up or a breach: the counts
+    /// at the offer it left. Unlike `stepped_down`, a clean verdict does
+    /// not clear it: under a background read low, clean verdicts come
+    /// between the band's, and the excuse needs the lower offer's counts
+    /// all told.
+    pub(super) thin_stepped: Option<(f64, f64)>,
     /// Set by any Up until its first verdict.
     pub(super) fresh_up: bool,
     /// Set by a retreat until its first verdict.
@@ -162,6 +168,7 @@ impl RobustState {
             additive_from: None,
             probing_from: None,
             stepped_down: None,
+            thin_stepped: None,
             offer_all: (0.0, 0.0),
             fresh_up: false,
             retreated: false,
@@ -208,6 +215,17 @@ impl RobustState {
         self.clean_run_attempts = 0.0;
         self.clean_run = 0;
         self.clean_attempts = 0.0;
+    }
+
+    /// The mean attempts of the recent windows at the current offer (the
+    /// breach test's last [`BREACH_WINDOWS`]); 0 before the first.
+    pub(super) fn recent_window_attempts(&self) -> f64 {
+        let filled = self.offer_len.min(BREACH_WINDOWS);
+        if filled == 0 {
+            0.0
+        } else {
+            self.offer_attempts / filled as f64
+        }
     }
 
     /// Whether `gentle`'s rules that trust the counts apply (the dead-band
@@ -304,6 +322,11 @@ pub(super) enum Move {
     Retreat,
     /// A step down out of a lasting dead band.
     Settle,
+    /// A step down out of a dead band that the offer's own counts prove,
+    /// where the offers just below are too thin to test: as
+    /// [`Move::Settle`], and the counts it left wait for the excuse through
+    /// clean verdicts ([`RobustState::thin_stepped`]).
+    ThinSettle,
     /// A hold: the step down out of a lasting dead band did not lower the
     /// failures, so they are the background's.
     Excuse,

@@ -28,7 +28,7 @@ fn default(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
     rate_governor(Profile::Seed, current, last_bad)
 }
 
-fn close(a: f64, b: f64) -> bool {
+pub(super) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9 * b.abs().max(1.0)
 }
 

@@ -68,6 +68,19 @@ pub const BAND_PROOF_ALPHA: f64 = 0.001;
 /// (one probe lower fails as much) and measures the background. At 5 % it
 /// changed 12 of 30 runs of `rejector n=40 bg=2%`, most for the worse.
 pub const FOLLOWS_LOAD_ALPHA: f64 = 0.01;
+/// `gentle`, with a thin background estimate: a dead band that the
+/// offer's own counts, all told, prove above the clean level (at
+/// [`BAND_PROOF_ALPHA`]), where the offers just below hold too few
+/// attempts for [`FOLLOWS_LOAD_ALPHA`]'s test to pass even without a
+/// failure, steps down one probe, so that the step can measure the
+/// background. Only when the offer's recent windows hold at least this
+/// share of `1 / low` attempts on average (50 at `low` = 1 %): a verdict
+/// every window or two. Measured (docs/BENCHMARKS.md, "A band the offers
+/// below are too thin to test"): at 0.25 the default bench's `noisy`
+/// (about 30 attempts a window) is lost at three sizes, and without the
+/// condition the rows of 10 and 40 attempts a window with a background
+/// too; at 1 no goal moves.
+pub const THIN_BAND_WINDOW_SHARE: f64 = 0.5;
 /// `gentle`'s opening climbs through silence while the attempts that the
 /// tool's rate predicts for it stay under this many (no attempt in 3
 /// expected happens about 5 % of the time): the `silence` module.
@@ -146,6 +159,12 @@ pub struct Tunables {
     /// a probe; `false`: robust's rule, where any verdict that is not clean
     /// restarts it.
     pub noise_keeps_the_run: bool,
+    /// With a thin background estimate and a wall known, a dead band that
+    /// the offer's own counts prove above the clean level, where the offers
+    /// just below are too thin to test it, steps down one probe at once,
+    /// and the counts it left wait for the excuse through clean verdicts
+    /// ([`THIN_BAND_WINDOW_SHARE`]); `false`: the band's patience.
+    pub thin_band_proof: bool,
 }
 
 impl Tunables {
@@ -158,6 +177,7 @@ impl Tunables {
         worker_grain: false,
         test_unexplained_breaches: false,
         noise_keeps_the_run: false,
+        thin_band_proof: false,
     };
     /// The `gentle` profile: [`GENTLE_MAX_COST_DWELL`] (192).
     pub const GENTLE: Tunables = Tunables {
@@ -168,6 +188,7 @@ impl Tunables {
         worker_grain: true,
         test_unexplained_breaches: true,
         noise_keeps_the_run: true,
+        thin_band_proof: true,
     };
 }
 
