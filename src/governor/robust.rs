@@ -291,6 +291,16 @@
 //!   and a capacity that halved and recovered was held at its half (the
 //!   noise family's `step n=1000 bg=1%`: 0.88 → 0.98 of the oracle's
 //!   goodput at 600 × 100).
+//! - `gentle` only ([`Tunables::thin_band_proof`]): with a thin estimate
+//!   and a wall known, a dead band that the offer's counts, all told,
+//!   prove above the clean level, where the offers just below are too
+//!   thin for any test, steps down one probe at once (on windows of at
+//!   least [`THIN_BAND_WINDOW_SHARE`] of `1 / low` attempts), and the counts
+//!   it left wait for the excuse through clean verdicts. Under a
+//!   background read low, an offer's verdicts alternate between clean and
+//!   the band, so neither the probe's dwell nor the band's patience was
+//!   ever counted out (`step n=200 bg=2%`: stalled seeds 25 → 7 of 100 at
+//!   600 × 100).
 //! - Every verdict leaves its [`Confidence`] in the outcome.
 //!
 //! What it costs and where it still loses, measured by
@@ -347,7 +357,8 @@ pub use tunables::{
     BURST_MIN_FRAC, BURST_NOT_FALLING, BURST_STEADY, BURST_TEST_WAITS, CLEAR_BELOW, EVIDENCE_ALPHA,
     FOLLOWS_LOAD_ALPHA, GENTLE_MAX_COST_DWELL, GRAIN_ALPHA, GRAIN_NEAR_WALL_PROBES, MAX_COST_DWELL,
     MAX_DWELL, PLATEAU_SHARE, PROBE_COST_SHARE, REPROBE_START, SILENCE_EXPECTED,
-    SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN, SLOW_START_MIN_GAIN, THIN_EXCUSE_HIGHS,
+    SLOW_START_DOUBLING_BELOW, SLOW_START_GAIN, SLOW_START_MIN_GAIN, THIN_BAND_WINDOW_SHARE,
+    THIN_EXCUSE_HIGHS,
 };
 
 use super::{

@@ -76,10 +76,10 @@ pub const FOLLOWS_LOAD_ALPHA: f64 = 0.01;
 /// background. Only when the offer's recent windows hold at least this
 /// share of `1 / low` attempts on average (50 at `low` = 1 %): a verdict
 /// every window or two. Measured (docs/BENCHMARKS.md, "A band the offers
-/// below are too thin to test"): at 0.25 the default bench's `noisy`
-/// (about 30 attempts a window) is lost at three sizes, and without the
-/// condition the rows of 10 and 40 attempts a window with a background
-/// too; at 1 no goal moves.
+/// below are too thin to test", with the rule in the opening too): at
+/// 0.25 the default bench's `noisy` (about 30 attempts a window) is lost
+/// at three sizes, and without the condition `rejector n=40 bg=2%` as
+/// well; at 1 no goal moves.
 pub const THIN_BAND_WINDOW_SHARE: f64 = 0.5;
 /// `gentle`'s opening climbs through silence while the attempts that the
 /// tool's rate predicts for it stay under this many (no attempt in 3
