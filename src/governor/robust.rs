@@ -505,8 +505,10 @@ impl ThrottleGovernor {
         let (raw, kind) = self.robust_decide(judgement, from, additive_from, fresh_up, plateau);
         let offer_all = self.robust.offer_all;
         if kind == Move::Excuse {
-            let left = self.robust.stepped_down.take();
-            if let Some((n, f)) = left.or(self.robust.thin_stepped.take()) {
+            // Either step's counts; an excuse ends both.
+            let stepped = self.robust.stepped_down.take();
+            let thin = self.robust.thin_stepped.take();
+            if let Some((n, f)) = stepped.or(thin) {
                 self.robust
                     .background
                     .excuse(from, n + offer_all.0, f + offer_all.1);

@@ -18,6 +18,19 @@ pub(super) fn rate_governor(
     g
 }
 
+/// A rate governor settled at `current` under a wall last seen at
+/// `last_bad`, whose next additive probe waits for 8 clean verdicts in a
+/// row.
+pub(super) fn settled_rate_governor(
+    profile: Profile,
+    current: f64,
+    last_bad: f64,
+) -> ThrottleGovernor {
+    let mut g = rate_governor(profile, current, Some(last_bad));
+    g.robust.dwell = 8;
+    g
+}
+
 /// A robust rate governor (no rounding) at `current` with `last_bad`.
 fn robust(current: f64, last_bad: Option<f64>) -> ThrottleGovernor {
     rate_governor(Profile::Robust, current, last_bad)

@@ -5,15 +5,13 @@
 //! each test fails if its part of the rule goes.
 
 use super::super::Profile;
-use super::tests::rate_governor as governor;
+use super::tests::settled_rate_governor;
 use super::*;
 
 /// The offer held, the wall last seen just above it, and a probe dwell of
 /// eight clean verdicts: the next additive probe waits for eight in a row.
 fn settled(profile: Profile) -> ThrottleGovernor {
-    let mut g = governor(profile, 100.0, Some(104.0));
-    g.robust.dwell = 8;
-    g
+    settled_rate_governor(profile, 100.0, 104.0)
 }
 
 /// Feeds windows of 1,000 attempts failing `pattern` in turn, up to

@@ -8,7 +8,9 @@
 use super::super::{HoldReason, Profile};
 use super::background::{BackgroundEstimate, Thresholds};
 use super::stats::significantly_more_than;
-use super::tests::{assert_hold, assert_to, close, rate_governor as governor};
+use super::tests::{
+    assert_hold, assert_to, close, rate_governor as governor, settled_rate_governor,
+};
 use super::*;
 use crate::governor::{probe_step, Decision};
 
@@ -270,7 +272,5 @@ fn the_band_proof_against_thin_offers_below_needs_windows_of_half_a_verdict() {
 /// Held at 70 under a wall last seen at 91, above its safe zone (no fast
 /// climb), an additive probe waiting for 8 clean verdicts in a row.
 fn settled(profile: Profile) -> ThrottleGovernor {
-    let mut g = governor(profile, 70.0, Some(91.0));
-    g.robust.dwell = 8;
-    g
+    settled_rate_governor(profile, 70.0, 91.0)
 }
